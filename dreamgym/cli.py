@@ -1,0 +1,53 @@
+"""Command line: ``python -m dreamgym {fit,validate,test,predict} --config configs/X.yaml`` (LightningCLI),
+plus extra subcommands (``collect``, ``tokenizer``, ...) dispatched to their own ``main``.
+
+Models and data modules are injected with ``class_path``/``init_args`` (subclass mode), so one CLI
+serves the experience-model SFT, the policy warm start and PPO/GRPO.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+__all__ = ["main", "EXTRA_COMMANDS"]
+
+EXTRA_COMMANDS: dict[str, str] = {
+    "collect": "dreamgym.collect:main",
+    "tokenizer": "dreamgym.modeling.tokenizer_cli:main",
+}
+"""Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
+
+
+def _lightning_cli(argv: list[str]):
+    from lightning.pytorch import LightningDataModule, LightningModule
+    from lightning.pytorch.cli import LightningCLI
+
+    class DreamGymCLI(LightningCLI):
+        def add_arguments_to_parser(self, parser):  # hook for links; modules declare their own
+            hook = getattr(self, "_link_hooks", None)
+            if hook:
+                hook(parser)
+
+    return DreamGymCLI(
+        LightningModule,
+        LightningDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        auto_configure_optimizers=False,
+        save_config_kwargs={"overwrite": True},
+        parser_kwargs={"parser_mode": "yaml"},
+        args=argv,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if argv and argv[0] in EXTRA_COMMANDS:
+        module, fn = EXTRA_COMMANDS[argv[0]].split(":")
+        getattr(importlib.import_module(module), fn)(argv[1:])
+        return
+    _lightning_cli(argv)

@@ -1,0 +1,256 @@
+"""The key layout and spec builder shared by every dreamgym text environment.
+
+Real envs (WebShop, ALFWorld) and the synthetic env (experience model) subclass
+:class:`TextEnvBase`, so a policy, a rollout loop or another TorchRL project cannot tell them apart.
+
+Spec tree (``B`` = ``batch_size``)::
+
+    observation_spec:
+        instruction        NonTensor (B,)   task instruction (str)
+        observation        NonTensor (B,)   abstract textual state s_t (str)
+        available_actions  NonTensor (B,)   list[str] of actions valid in s_t
+        task_id            NonTensor (B,)   id of the current task (str)
+        reasoning          NonTensor (B,)   rationale for the last transition ("" for real envs)
+        score              (B, 1) float32   raw env score (WebShop purchase score; 1/0 elsewhere)
+        success            (B, 1) bool      the episode ended in success
+        invalid            (B, 1) bool      the last action was not valid (a no-op)
+        sim_error          (B, 1) bool      the experience model's output did not parse (synthetic only)
+        step_count         (B, 1) int64     steps taken in this episode
+    action_spec:           NonTensor (B,)   action text, key "action"
+    reward_spec:           (B, 1) float32   outcome reward: 1.0 on the final step of a success, else 0
+    done_spec:             done / terminated / truncated, each (B, 1) bool
+
+Reset picks tasks reproducibly: put ``task_index`` (B, 1) int64 in the reset tensordict (``-1`` means
+sample), or call :meth:`TextEnvBase.queue_tasks` before ``reset``. Subclasses implement the per-slot
+hooks ``_num_tasks``, ``_start``, ``_act`` (or the batch hooks ``_start_slots`` / ``_act_slots`` for a
+batched backend) and return :class:`TextObs` / :class:`TextStep`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
+from torchrl.data import Bounded, Composite, NonTensor, Unbounded
+from torchrl.envs import EnvBase
+
+__all__ = ["TEXT_KEYS", "TextObs", "TextStep", "TextEnvBase", "text_stack", "as_text_list"]
+
+TEXT_KEYS = ("instruction", "observation", "available_actions", "task_id", "reasoning")
+FLAG_KEYS = ("success", "invalid", "sim_error")
+
+
+@dataclass
+class TextObs:
+    """What a slot shows after reset."""
+
+    task_id: str
+    instruction: str
+    observation: str
+    available_actions: list[str]
+
+
+@dataclass
+class TextStep:
+    """What a slot shows after one step."""
+
+    observation: str
+    available_actions: list[str]
+    reward: float = 0.0
+    score: float = 0.0
+    terminated: bool = False
+    success: bool = False
+    invalid: bool = False
+    sim_error: bool = False
+    reasoning: str = ""
+    info: dict = field(default_factory=dict)
+
+
+def text_stack(values: list, batch_size: torch.Size) -> NonTensorStack:
+    """Stack per-element python values (str or list[str]) as a NonTensor entry of ``batch_size``."""
+    return NonTensorStack(*[NonTensorData(data=v, batch_size=[]) for v in values], batch_size=batch_size)
+
+
+def as_text_list(value) -> list:
+    """Read a NonTensor entry back as a python list (one value per batch element)."""
+    if isinstance(value, (NonTensorStack, NonTensorData)):
+        out = value.tolist()
+        return out if isinstance(out, list) and value.batch_size else [out]
+    if isinstance(value, str):
+        return [value]
+    return list(value)
+
+
+class TextEnvBase(EnvBase):
+    """Batched text env with the dreamgym key layout (see module docstring).
+
+    Args:
+        batch_size: number of parallel episodes (slots).
+        max_steps: step limit per episode; reaching it sets ``truncated``.
+        split: task split to draw tasks from ("train", "val" or "test").
+        seed: seed for task sampling.
+    """
+
+    env_name: str = "text"
+    batch_locked = True
+
+    def __init__(self, batch_size=(1,), max_steps: int = 15, split: str = "train", seed: int | None = 0):
+        batch_size = torch.Size(batch_size if not isinstance(batch_size, int) else (batch_size,))
+        if len(batch_size) != 1:
+            raise ValueError(f"batch_size must have one dimension, e.g. [4]; got {list(batch_size)}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        super().__init__(batch_size=batch_size, device="cpu")
+        self.max_steps = int(max_steps)
+        self.split = split
+        self._rng = np.random.default_rng(seed)
+        self._queued: list[int] = []
+        n = batch_size[0]
+        self._obs: list[TextObs | None] = [None] * n
+        self._steps = np.zeros(n, dtype=np.int64)
+        self._make_specs()
+
+    # ------------------------------------------------------------------ specs
+    def _make_specs(self) -> None:
+        bs = self.batch_size
+        text = {k: NonTensor(shape=bs, example_data="" if k != "available_actions" else [""]) for k in TEXT_KEYS}
+        self.observation_spec = Composite(
+            **text,
+            score=Unbounded(shape=(*bs, 1), dtype=torch.float32),
+            success=Bounded(low=0, high=1, shape=(*bs, 1), dtype=torch.bool),
+            invalid=Bounded(low=0, high=1, shape=(*bs, 1), dtype=torch.bool),
+            sim_error=Bounded(low=0, high=1, shape=(*bs, 1), dtype=torch.bool),
+            step_count=Unbounded(shape=(*bs, 1), dtype=torch.int64),
+            shape=bs,
+        )
+        self.action_spec = Composite(action=NonTensor(shape=bs, example_data="click[buy now]"), shape=bs)
+        self.reward_spec = Composite(reward=Unbounded(shape=(*bs, 1), dtype=torch.float32), shape=bs)
+        self.done_spec = Composite(
+            done=Bounded(low=0, high=1, shape=(*bs, 1), dtype=torch.bool),
+            terminated=Bounded(low=0, high=1, shape=(*bs, 1), dtype=torch.bool),
+            truncated=Bounded(low=0, high=1, shape=(*bs, 1), dtype=torch.bool),
+            shape=bs,
+        )
+
+    # ------------------------------------------------------------ subclass API
+    def _num_tasks(self, split: str) -> int:
+        raise NotImplementedError
+
+    def _start(self, slot: int, split: str, task_index: int) -> TextObs:
+        """Start a new episode of task ``task_index`` of ``split`` in ``slot``."""
+        raise NotImplementedError
+
+    def _act(self, slot: int, action: str) -> TextStep:
+        """Apply ``action`` in ``slot``. Must not raise on a bad action: flag it invalid instead."""
+        raise NotImplementedError
+
+    def _start_slots(self, slots: list[int], task_indices: list[int]) -> list[TextObs]:
+        return [self._start(s, self.split, t) for s, t in zip(slots, task_indices)]
+
+    def _act_slots(self, slots: list[int], actions: list[str]) -> list[TextStep]:
+        return [self._act(s, a) for s, a in zip(slots, actions)]
+
+    # ------------------------------------------------------------- public API
+    def num_tasks(self, split: str | None = None) -> int:
+        """How many tasks ``split`` (default: this env's split) holds."""
+        return self._num_tasks(split or self.split)
+
+    def queue_tasks(self, task_indices: list[int]) -> None:
+        """Use these task indices (in order) for the next slots that reset."""
+        n = self.num_tasks()
+        bad = [t for t in task_indices if not 0 <= int(t) < n]
+        if bad:
+            raise IndexError(f"task indices {bad[:5]} out of range for split {self.split!r} with {n} tasks")
+        self._queued.extend(int(t) for t in task_indices)
+
+    def _next_task(self, requested: int) -> int:
+        if requested >= 0:
+            n = self.num_tasks()
+            if requested >= n:
+                raise IndexError(f"task_index {requested} out of range for split {self.split!r} with {n} tasks")
+            return requested
+        if self._queued:
+            return self._queued.pop(0)
+        return int(self._rng.integers(self.num_tasks()))
+
+    # ------------------------------------------------------------ EnvBase hooks
+    def _set_seed(self, seed: int | None):
+        self._rng = np.random.default_rng(seed)
+        return seed
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        n = self.batch_size[0]
+        mask = np.ones(n, dtype=bool)
+        requested = np.full(n, -1, dtype=np.int64)
+        if tensordict is not None:
+            if "_reset" in tensordict.keys():
+                mask = tensordict.get("_reset").reshape(n).cpu().numpy().astype(bool)
+            if "task_index" in tensordict.keys():
+                requested = tensordict.get("task_index").reshape(n).cpu().numpy()
+        slots = [i for i in range(n) if mask[i] or self._obs[i] is None]
+        started = self._start_slots(slots, [self._next_task(int(requested[i])) for i in slots])
+        for s, obs in zip(slots, started):
+            self._obs[s] = obs
+            self._steps[s] = 0
+        td = self._make_td(
+            [self._obs[i].observation for i in range(n)],
+            [self._obs[i].available_actions for i in range(n)],
+            steps=None,
+        )
+        del td["reward"]  # TorchRL: reset returns no reward
+        return td
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        n = self.batch_size[0]
+        actions = [str(a) for a in as_text_list(tensordict.get("action"))]
+        if len(actions) != n:
+            raise ValueError(f"{type(self).__name__} expects {n} actions under key 'action', got {len(actions)}")
+        results = self._act_slots(list(range(n)), actions)
+        self._steps += 1
+        return self._make_td(
+            [r.observation for r in results], [r.available_actions for r in results], steps=results
+        )
+
+    def _make_td(self, observations, available, steps: list[TextStep] | None) -> TensorDictBase:
+        n = self.batch_size[0]
+        bs = self.batch_size
+        for i, o in enumerate(observations):  # keep the current state for `state()` and subclasses
+            self._obs[i] = TextObs(self._obs[i].task_id, self._obs[i].instruction, o, available[i])
+        flt = lambda xs: torch.tensor(xs, dtype=torch.float32).reshape(n, 1)  # noqa: E731
+        bl = lambda xs: torch.tensor(xs, dtype=torch.bool).reshape(n, 1)  # noqa: E731
+        if steps is None:
+            steps = [TextStep(o, a) for o, a in zip(observations, available)]
+            terminated = [False] * n
+        else:
+            terminated = [s.terminated for s in steps]
+        truncated = [(not t) and self._steps[i] >= self.max_steps for i, t in enumerate(terminated)]
+        done = [a or b for a, b in zip(terminated, truncated)]
+        td = TensorDict(
+            {
+                "instruction": text_stack([o.instruction for o in self._obs], bs),
+                "observation": text_stack(list(observations), bs),
+                "available_actions": text_stack([list(a) for a in available], bs),
+                "task_id": text_stack([o.task_id for o in self._obs], bs),
+                "reasoning": text_stack([s.reasoning for s in steps], bs),
+                "score": flt([s.score for s in steps]),
+                "success": bl([s.success for s in steps]),
+                "invalid": bl([s.invalid for s in steps]),
+                "sim_error": bl([s.sim_error for s in steps]),
+                "step_count": torch.tensor(self._steps.copy(), dtype=torch.int64).reshape(n, 1),
+                "reward": flt([s.reward for s in steps]),
+                "done": bl(done),
+                "terminated": bl(terminated),
+                "truncated": bl(truncated),
+            },
+            batch_size=bs,
+            device=self.device,
+        )
+        return td
+
+    def current(self, slot: int) -> TextObs:
+        """The current instruction/state/actions of ``slot`` (after at least one reset)."""
+        if self._obs[slot] is None:
+            raise RuntimeError(f"{type(self).__name__}: slot {slot} has not been reset yet; call env.reset()")
+        return self._obs[slot]

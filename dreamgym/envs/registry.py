@@ -1,0 +1,45 @@
+"""Env registry: ``make_env("webshop", batch_size=[4])``. Every registered env runs ``check_env_specs``
+in ``tests/test_env_registry.py`` (parametrised over :func:`registered_envs`), so none can skip it.
+
+An entry maps a name to a factory (a class or a function). Factories are given as import strings so
+that importing the registry does not import heavy optional dependencies (TextWorld for ALFWorld).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["register_env", "make_env", "registered_envs"]
+
+_REGISTRY: dict[str, str | Callable[..., Any]] = {}
+
+
+def register_env(name: str, factory: str | Callable[..., Any]) -> None:
+    """Register ``factory`` (a callable or ``"module:attr"``) under ``name``."""
+    _REGISTRY[name] = factory
+
+
+def registered_envs() -> list[str]:
+    """Names of all registered envs, sorted."""
+    return sorted(_REGISTRY)
+
+
+def make_env(name: str, **kwargs: Any):
+    """Build the env registered as ``name`` with ``kwargs``.
+
+    Raises:
+        KeyError: naming the unknown env and listing the registered ones.
+    """
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown env {name!r}; registered envs are {registered_envs()}")
+    factory = _REGISTRY[name]
+    if isinstance(factory, str):
+        module, attr = factory.split(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(**kwargs)
+
+
+# Built-in envs. Later modules join here, one line each.
+register_env("webshop", "dreamgym.envs.webshop.env:WebShopEnv")
