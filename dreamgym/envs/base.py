@@ -152,6 +152,16 @@ class TextEnvBase(EnvBase):
     def _act_slots(self, slots: list[int], actions: list[str]) -> list[TextStep]:
         return [self._act(s, a) for s, a in zip(slots, actions)]
 
+    @classmethod
+    def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:
+        """The actions available in an abstract ``state``, derived from its text alone.
+
+        The synthetic env uses this to list actions for states the experience model wrote, so its
+        ``available_actions`` follow the same rule as the real env's. ``initial_state`` is the
+        episode's first state (e.g. ALFWorld's room description) for envs that need it.
+        """
+        raise NotImplementedError(f"{cls.__name__} does not infer available actions from state text")
+
     # ------------------------------------------------------------- public API
     def num_tasks(self, split: str | None = None) -> int:
         """How many tasks ``split`` (default: this env's split) holds."""
