@@ -1,0 +1,83 @@
+"""Batched generation with left padding and the KV cache, for the experience model (and any causal LM).
+
+Prompts are encoded without special tokens and prefixed with BOS (the same layout the SFT examples
+use); batches are left-padded so every row's last prompt token sits at the same position, and
+``model.generate`` reuses the KV cache across decoding steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["encode_prompt", "generate_texts"]
+
+
+def encode_prompt(tokenizer, text: str) -> list[int]:
+    """Token ids of a prompt: ``[BOS] + encode(text)`` (no other special tokens)."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    bos = tokenizer.bos_token_id
+    return ([bos] if bos is not None else []) + ids
+
+
+@torch.no_grad()
+def generate_texts(
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    max_new_tokens: int = 256,
+    batch_size: int = 8,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    max_prompt_tokens: int | None = None,
+    stop_strings: Sequence[str] | None = ("<end>",),
+) -> list[str]:
+    """Generate a continuation for each prompt; returns the decoded new text only.
+
+    Args:
+        model: a causal LM (``transformers`` ``PreTrainedModel``).
+        tokenizer: its tokenizer (needs ``pad_token_id`` and ``eos_token_id``).
+        prompts: prompt texts.
+        max_new_tokens: generation budget per prompt.
+        batch_size: prompts per forward batch (sorted by length to waste less padding).
+        do_sample: sample (True) or decode greedily (False).
+        temperature: sampling temperature (only with ``do_sample``).
+        max_prompt_tokens: keep only the last this-many prompt tokens (None: keep all).
+        stop_strings: a row stops once its text ends with one of these (besides EOS).
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    encoded = [encode_prompt(tokenizer, p) for p in prompts]
+    if max_prompt_tokens:
+        encoded = [ids[-max_prompt_tokens:] for ids in encoded]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    out: list[str] = [""] * len(encoded)
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = max(len(encoded[i]) for i in rows)
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            n = len(encoded[i])
+            ids[r, width - n :] = torch.tensor(encoded[i])
+            mask[r, width - n :] = 1
+        kwargs = dict(do_sample=do_sample, temperature=temperature) if do_sample else dict(do_sample=False)
+        if stop_strings:
+            kwargs.update(stop_strings=list(stop_strings), tokenizer=tokenizer)
+        gen = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad,
+            eos_token_id=tokenizer.eos_token_id,
+            use_cache=True,
+            **kwargs,
+        )
+        for r, i in enumerate(rows):
+            out[i] = tokenizer.decode(gen[r, width:], skip_special_tokens=True)
+    if was_training:
+        model.train()
+    return out

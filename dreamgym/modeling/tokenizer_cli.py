@@ -1,0 +1,44 @@
+"""``python -m dreamgym tokenizer --data a.jsonl [b.jsonl ...] --out DIR [--vocab-size 4096]``.
+
+Trains the byte-level BPE of :mod:`dreamgym.modeling.tokenizer` on every text of the given
+trajectory files (:func:`corpus_from_trajectories`, plus the experience model's format markers) and
+saves it with ``save_pretrained`` so ``transformers.AutoTokenizer.from_pretrained(DIR)`` loads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+__all__ = ["main", "FORMAT_SNIPPETS"]
+
+FORMAT_SNIPPETS = (
+    "<task> <history> none <ref> <s> <a> <s'> <r> <state> <action> <predict>\n",
+    " <think> </think>\n<next> </next>\n<reward> 0 <done> false <score> 0 <end>",
+    "<vary> <variant>",
+)
+"""Marker text of the experience-model formats, added to the corpus so markers become few tokens."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m dreamgym tokenizer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL files (the corpus)")
+    parser.add_argument("--out", required=True, help="output directory (save_pretrained)")
+    parser.add_argument("--vocab-size", type=int, default=4096, help="BPE vocabulary size")
+    parser.add_argument("--min-frequency", type=int, default=2, help="minimum pair frequency for a merge")
+    args = parser.parse_args(argv)
+    from dreamgym.modeling.tokenizer import corpus_from_trajectories, train_tokenizer
+
+    missing = [p for p in args.data if not Path(p).is_file()]
+    if missing:
+        parser.error(
+            f"--data file(s) {missing} do not exist; make them with "
+            "`python -m dreamgym collect --env webshop --split train --out <file>`"
+        )
+    t0 = time.time()
+    texts = corpus_from_trajectories(args.data) + list(FORMAT_SNIPPETS) * 100
+    tok = train_tokenizer(texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(args.out)
+    print(f"tokenizer: {len(tok)} tokens from {len(texts)} texts in {time.time() - t0:.1f}s -> {args.out}")

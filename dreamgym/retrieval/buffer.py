@@ -1,0 +1,209 @@
+"""The replay buffer: every transition the experience model may retrieve, with a usearch index.
+
+Each transition is embedded from its (state, action): the embedding is the concatenation
+``[sqrt(w) * enc(action), sqrt(1 - w) * enc(state)]`` with ``w = action_weight``, so the cosine
+similarity of two transitions is ``w * cos(actions) + (1 - w) * cos(states)`` (long states cannot
+drown the action). Keys are positions in the buffer (0, 1, 2, ...).
+
+Leakage control: :meth:`ReplayBuffer.search` takes, per query, the key of the query itself and/or an
+id to exclude: ``exclude="trajectory"`` (default in SFT and evaluation) drops every transition of
+the query's own episode, ``"task"`` every transition of the same task, ``"self"`` only the query.
+
+On disk (:meth:`save` / :meth:`load`), a directory holds ``transitions.jsonl`` (one transition per
+line), ``index.usearch`` and ``buffer.json`` (encoder config, action weight, count).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dreamgym.retrieval.encoders import Encoder, HashingEncoder, make_encoder
+from dreamgym.retrieval.index import VectorIndex
+from dreamgym.schema import Transition, iter_transitions, read_trajectories
+
+__all__ = ["ReplayBuffer", "transition_texts", "EXCLUDE_MODES"]
+
+EXCLUDE_MODES = ("none", "self", "trajectory", "task")
+
+
+def transition_texts(state: str, action: str) -> tuple[str, str]:
+    """The two texts embedded for a transition: ``(action, state)``."""
+    return action, state
+
+
+class ReplayBuffer:
+    """Transitions + a cosine index over their embedded (state, action).
+
+    Args:
+        encoder: text encoder (default: :class:`HashingEncoder`).
+        action_weight: share of the action in the similarity (0..1; see module docstring).
+        dtype: usearch storage type.
+    """
+
+    def __init__(self, encoder: Encoder | None = None, action_weight: float = 0.5, dtype: str = "f32"):
+        if not 0.0 <= action_weight <= 1.0:
+            raise ValueError(f"ReplayBuffer.action_weight must be in [0, 1], got {action_weight}")
+        self.encoder = encoder or HashingEncoder()
+        self.action_weight = float(action_weight)
+        self.dtype = dtype
+        self.transitions: list[Transition] = []
+        self.index = VectorIndex(2 * self.encoder.dim, dtype)
+
+    # ---------------------------------------------------------------- building
+    @classmethod
+    def from_files(cls, paths: Sequence[str | os.PathLike], encoder: Encoder | None = None, **kwargs) -> ReplayBuffer:
+        """A buffer seeded with every transition of the JSONL trajectory files ``paths``."""
+        buf = cls(encoder, **kwargs)
+        for p in paths:
+            buf.add(iter_transitions(read_trajectories(p)))
+        return buf
+
+    def __len__(self) -> int:
+        return len(self.transitions)
+
+    def embed(self, states: Sequence[str], actions: Sequence[str]) -> np.ndarray:
+        """Embeddings ``(N, 2 * encoder.dim)`` of (state, action) pairs (unit norm)."""
+        a = self.encoder.encode(list(actions)) * np.float32(np.sqrt(self.action_weight))
+        s = self.encoder.encode(list(states)) * np.float32(np.sqrt(1.0 - self.action_weight))
+        v = np.concatenate([a, s], axis=1)
+        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+    def add(self, transitions: Iterable[Transition]) -> np.ndarray:
+        """Append transitions (e.g. synthetic ones written back during RL); returns their keys."""
+        new = list(transitions)
+        start = len(self.transitions)
+        keys = np.arange(start, start + len(new), dtype=np.int64)
+        if not new:
+            return keys
+        self.index.add(keys, self.embed([t.state for t in new], [t.action for t in new]))
+        self.transitions.extend(new)
+        return keys
+
+    # ---------------------------------------------------------------- search
+    def search(
+        self,
+        states: Sequence[str],
+        actions: Sequence[str],
+        k: int,
+        exclude: str = "trajectory",
+        query_keys: Sequence[int | None] | None = None,
+        query_ids: Sequence[str | None] | None = None,
+    ) -> list[list[Transition]]:
+        """The ``k`` most similar transitions for each (state, action) query, most similar first.
+
+        Args:
+            states, actions: the queries (same length).
+            k: neighbours per query.
+            exclude: one of ``EXCLUDE_MODES``; what each query may not retrieve (see module docstring).
+            query_keys: buffer key of each query if it is itself in the buffer (always excluded).
+            query_ids: per query, the trajectory id (``exclude="trajectory"``) or task id (``"task"``).
+        """
+        if exclude not in EXCLUDE_MODES:
+            raise ValueError(f"ReplayBuffer.search: exclude={exclude!r}; use one of {EXCLUDE_MODES}")
+        if len(states) != len(actions):
+            raise ValueError(f"ReplayBuffer.search: {len(states)} states but {len(actions)} actions")
+        n = len(states)
+        if k <= 0 or n == 0 or len(self) == 0:
+            return [[] for _ in range(n)]
+        vecs = self.embed(states, actions)
+        return self.search_vectors(vecs, k, exclude, query_keys, query_ids)
+
+    def search_vectors(
+        self,
+        vecs: np.ndarray,
+        k: int,
+        exclude: str = "trajectory",
+        query_keys: Sequence[int | None] | None = None,
+        query_ids: Sequence[str | None] | None = None,
+    ) -> list[list[Transition]]:
+        """:meth:`search` for precomputed query embeddings."""
+        n = len(vecs)
+        query_keys = list(query_keys) if query_keys is not None else [None] * n
+        query_ids = list(query_ids) if query_ids is not None else [None] * n
+        out: list[list[Transition] | None] = [None] * n
+        todo = list(range(n))
+        count = min(len(self), k + (16 if exclude in ("trajectory", "task") else 1))
+        while todo:
+            keys, _ = self.index.search(vecs[todo], count)
+            again = []
+            for row, i in enumerate(todo):
+                hits = [self.transitions[int(key)] for key in keys[row] if key >= 0 and key != query_keys[i]]
+                if exclude in ("trajectory", "task") and query_ids[i]:
+                    field = "trajectory_id" if exclude == "trajectory" else "task_id"
+                    hits = [t for t in hits if getattr(t, field) != query_ids[i]]
+                if len(hits) >= k or count >= len(self):
+                    out[i] = hits[:k]
+                else:
+                    again.append(i)
+            todo, count = again, min(len(self), count * 4)
+        return out  # type: ignore[return-value]
+
+    # ---------------------------------------------------------------- persistence
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "encoder": self.encoder.config(),
+            "action_weight": self.action_weight,
+            "dtype": self.dtype,
+            "count": len(self),
+        }
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write transitions, index and metadata side by side into ``directory``."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        with (d / "transitions.jsonl").open("w", encoding="utf-8") as f:
+            for t in self.transitions:
+                f.write(json.dumps(t.to_dict(), ensure_ascii=False) + "\n")
+        self.index.save(d / "index.usearch")
+        (d / "buffer.json").write_text(json.dumps(self._meta(), indent=2))
+        return d
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, encoder: Encoder | None = None) -> ReplayBuffer:
+        """Read a buffer written by :meth:`save` (the encoder is rebuilt from its saved config)."""
+        d = Path(directory)
+        if not (d / "buffer.json").is_file():
+            raise FileNotFoundError(
+                f"replay buffer directory {str(d)!r} has no buffer.json; write one with ReplayBuffer.save "
+                "(the experience-model SFT saves it next to the model as `buffer/`)"
+            )
+        meta = json.loads((d / "buffer.json").read_text())
+        buf = cls(encoder or make_encoder(**meta["encoder"]), meta["action_weight"], meta["dtype"])
+        with (d / "transitions.jsonl").open(encoding="utf-8") as f:
+            buf.transitions = [
+                Transition.from_dict(json.loads(line), f"{d / 'transitions.jsonl'}:{i}")
+                for i, line in enumerate(f, 1)
+                if line.strip()
+            ]
+        buf.index = VectorIndex.load(d / "index.usearch", 2 * buf.encoder.dim, buf.dtype)
+        if len(buf.index) != len(buf.transitions):
+            raise ValueError(
+                f"replay buffer {str(d)!r}: index holds {len(buf.index)} vectors but transitions.jsonl "
+                f"holds {len(buf.transitions)}; re-save the buffer"
+            )
+        return buf
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to restore the buffer (for checkpoints)."""
+        return {
+            "meta": self._meta(),
+            "transitions": [t.to_dict() for t in self.transitions],
+            "index": self.index.to_bytes() if len(self) else b"",
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict` (the encoder config must match this buffer's)."""
+        if state["meta"]["encoder"] != self.encoder.config():
+            raise ValueError(
+                f"ReplayBuffer.load_state_dict: saved encoder {state['meta']['encoder']} differs from "
+                f"this buffer's {self.encoder.config()}; build the buffer with the saved encoder"
+            )
+        self.action_weight = float(state["meta"]["action_weight"])
+        self.transitions = [Transition.from_dict(t) for t in state["transitions"]]
+        self.index = VectorIndex.from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)

@@ -1,0 +1,97 @@
+"""A thin wrapper over a usearch cosine index (``usearch.index.Index``) with integer keys.
+
+Search is batched; rows with fewer hits than asked are padded with key ``-1`` and distance ``inf``
+(usearch reports the number of real hits per row in ``BatchMatches.counts``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from usearch.index import Index
+
+__all__ = ["VectorIndex"]
+
+
+class VectorIndex:
+    """Cosine vector index keyed by non-negative int64 keys.
+
+    Args:
+        ndim: vector size.
+        dtype: storage type of vectors in the index ("f32", "f16" or "i8").
+        expansion_add: usearch build-time beam width (None = usearch default).
+        expansion_search: usearch search-time beam width (None = usearch default).
+    """
+
+    def __init__(
+        self, ndim: int, dtype: str = "f32", expansion_add: int | None = None, expansion_search: int | None = None
+    ):
+        if ndim < 1:
+            raise ValueError(f"VectorIndex.ndim must be >= 1, got {ndim}")
+        self.ndim, self.dtype = int(ndim), dtype
+        self._index = Index(
+            ndim=self.ndim, metric="cos", dtype=dtype, expansion_add=expansion_add, expansion_search=expansion_search
+        )
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Add ``vectors`` (N, ndim) under ``keys`` (N,)."""
+        keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(keys), -1)
+        if vectors.shape[1] != self.ndim:
+            raise ValueError(f"VectorIndex.add: vectors have {vectors.shape[1]} dims, the index has {self.ndim}")
+        if len(keys):
+            self._index.add(keys, vectors, threads=1)
+
+    def search(self, vectors: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``count`` neighbours of each row: ``(keys (N, count) int64, distances (N, count) float32)``.
+
+        Distances are cosine distances (1 - cosine similarity), ascending; missing hits are ``-1``/``inf``.
+        """
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, self.ndim)
+        n = len(vectors)
+        keys = np.full((n, count), -1, dtype=np.int64)
+        dists = np.full((n, count), np.inf, dtype=np.float32)
+        if n == 0 or count <= 0 or len(self) == 0:
+            return keys, dists
+        m = self._index.search(vectors, count, threads=1)
+        if hasattr(m, "counts"):  # BatchMatches (several queries)
+            counts = np.asarray(m.counts).reshape(n)
+        else:  # Matches (a single query): keys hold only the real hits
+            counts = np.array([len(m.keys)])
+        got_k = np.asarray(m.keys).reshape(n, -1).astype(np.int64)
+        got_d = np.asarray(m.distances).reshape(n, -1).astype(np.float32)
+        for i in range(n):
+            c = int(counts[i])
+            keys[i, :c], dists[i, :c] = got_k[i, :c], got_d[i, :c]
+        return keys, dists
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index to ``path`` (a file)."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._index.save(str(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, ndim: int, dtype: str = "f32") -> VectorIndex:
+        """Read an index written by :meth:`save`."""
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"usearch index file {str(path)!r} does not exist; save a ReplayBuffer first")
+        out = cls(ndim, dtype)
+        out._index.load(str(path))
+        return out
+
+    def to_bytes(self) -> bytes:
+        """The serialised index (for checkpoints)."""
+        return bytes(self._index.save())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, ndim: int, dtype: str = "f32") -> VectorIndex:
+        """Rebuild an index from :meth:`to_bytes` output."""
+        out = cls(ndim, dtype)
+        if data:
+            out._index.load(bytearray(data))
+        return out
