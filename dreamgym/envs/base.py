@@ -217,8 +217,16 @@ class TextEnvBase(EnvBase):
         actions = [str(a) for a in as_text_list(tensordict.get("action"))]
         if len(actions) != n:
             raise ValueError(f"{type(self).__name__} expects {n} actions under key 'action', got {len(actions)}")
-        results = self._act_slots(list(range(n)), actions)
-        self._steps += 1
+        active = list(range(n))
+        if "_step" in tensordict.keys():  # TorchRL partial step: only these slots act
+            mask = tensordict.get("_step").reshape(n).cpu().numpy().astype(bool)
+            active = [i for i in range(n) if mask[i]]
+        acted = dict(zip(active, self._act_slots(active, [actions[i] for i in active]))) if active else {}
+        results = [
+            acted[i] if i in acted else TextStep(self._obs[i].observation, self._obs[i].available_actions)
+            for i in range(n)
+        ]
+        self._steps[active] += 1
         return self._make_td(
             [r.observation for r in results], [r.available_actions for r in results], steps=results
         )

@@ -1,0 +1,121 @@
+"""The policy's text format, defined once: the prompt it reads and the action it writes.
+
+Prompt (``history_window`` most recent steps; states shortened to ``history_state_chars``)::
+
+    Instruction: <instruction>
+    Previous steps:
+    [1] state: <s_{t-2}>
+    [1] action: <a_{t-2}>
+    [2] state: <s_{t-1}>
+    [2] action: <a_{t-1}>
+    Current state:
+    <s_t>
+    Available actions:
+    <a>
+    <a>
+    Action:
+
+Response (what the policy is trained to write, then the tokenizer's EOS token)::
+
+    " <think>short reasoning</think> click[buy now]"     (think block optional)
+    " click[buy now]"
+
+:meth:`PolicyFormat.parse` inverts it: it drops an optional ``<think>...</think>`` block and an optional
+``Action:`` prefix and keeps the first line. An unparseable response (empty after cleaning) is sent to
+the env as the raw text; the env then flags it invalid and treats it as a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PolicyFormat", "ParsedAction"]
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+@dataclass
+class ParsedAction:
+    """A parsed policy response.
+
+    Attributes:
+        action: the action text to send to the env.
+        ok: a non-empty action was found (False: ``action`` is the raw response, likely invalid).
+    """
+
+    action: str
+    ok: bool
+
+
+class PolicyFormat:
+    """Prompt builder and action parser of the policy.
+
+    Args:
+        history_window: how many previous (state, action) steps the prompt shows.
+        max_state_chars: the current state is cut to this many characters (0: no limit).
+        history_state_chars: previous states are cut to this many characters.
+        max_actions: at most this many available actions are listed (0: no limit).
+        think: the response starts with a ``<think>...</think>`` block (SFT targets include one).
+    """
+
+    def __init__(
+        self,
+        history_window: int = 2,
+        max_state_chars: int = 1500,
+        history_state_chars: int = 200,
+        max_actions: int = 30,
+        think: bool = False,
+    ):
+        if history_window < 0:
+            raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
+        self.history_window = history_window
+        self.max_state_chars = max_state_chars
+        self.history_state_chars = history_state_chars
+        self.max_actions = max_actions
+        self.think = think
+
+    def prompt(
+        self,
+        instruction: str,
+        observation: str,
+        available_actions: list[str],
+        history: list[tuple[str, str]] | None = None,
+    ) -> str:
+        """The prompt for state ``observation``; ``history`` lists earlier ``(state, action)`` pairs."""
+        lines = [f"Instruction: {instruction}"]
+        recent = (history or [])[-self.history_window :] if self.history_window else []
+        if recent:
+            lines.append("Previous steps:")
+            for i, (state, action) in enumerate(recent, start=1):
+                lines.append(f"[{i}] state: {_cut(state, self.history_state_chars)}")
+                lines.append(f"[{i}] action: {action}")
+        lines.append("Current state:")
+        lines.append(_cut(observation, self.max_state_chars))
+        acts = list(available_actions)
+        if self.max_actions and len(acts) > self.max_actions:
+            acts = acts[: self.max_actions]
+        lines.append("Available actions:")
+        lines.extend(acts)
+        lines.append("Action:")
+        return "\n".join(lines)
+
+    def target(self, action: str, reasoning: str | None = None) -> str:
+        """The response text for ``action`` (without EOS); a think block only if ``self.think``."""
+        if self.think and reasoning:
+            return f" <think>{reasoning.strip()}</think> {action.strip()}"
+        return f" {action.strip()}"
+
+    def parse(self, text: str) -> ParsedAction:
+        """Extract the action from a generated response (see module docstring)."""
+        cleaned = _THINK.sub("", text).strip()
+        if cleaned.lower().startswith("action:"):
+            cleaned = cleaned[len("action:") :].strip()
+        first = cleaned.split("\n", 1)[0].strip()
+        if not first:
+            return ParsedAction(action=text.strip(), ok=False)
+        return ParsedAction(action=first, ok=True)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if not limit or len(text) <= limit else text[:limit] + " ..."

@@ -1,0 +1,174 @@
+"""Advantage estimators, a small registry keyed by name: ``"grpo"`` and ``"gae"``.
+
+The estimator is the only difference between GRPO and PPO in :class:`models.policy_rl.PolicyRL`
+(PPO also trains a critic). An estimator fills ``batch.advantages`` and ``batch.returns`` of a
+:class:`dreamgym.rl.rollout.RolloutBatch` in place; the math lives in the pure functions below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from dreamgym.rl.rollout import RolloutBatch
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "AdvantageEstimator",
+    "GRPOAdvantage",
+    "GAEAdvantage",
+    "grpo_advantages",
+    "gae_advantages",
+    "register_advantage_estimator",
+    "make_advantage_estimator",
+]
+
+ADVANTAGE_ESTIMATORS: dict[str, type[AdvantageEstimator]] = {}
+"""name -> estimator class."""
+
+
+def register_advantage_estimator(name: str) -> Callable[[type], type]:
+    """Class decorator: register an :class:`AdvantageEstimator` subclass under ``name``."""
+
+    def deco(cls: type) -> type:
+        cls.name = name
+        ADVANTAGE_ESTIMATORS[name] = cls
+        return cls
+
+    return deco
+
+
+def make_advantage_estimator(name: str, **kwargs) -> AdvantageEstimator:
+    """Build the estimator registered as ``name``."""
+    if name not in ADVANTAGE_ESTIMATORS:
+        raise KeyError(f"unknown advantage estimator {name!r}; registered: {sorted(ADVANTAGE_ESTIMATORS)}")
+    return ADVANTAGE_ESTIMATORS[name](**kwargs)
+
+
+def grpo_advantages(scores: torch.Tensor, group_ids: torch.Tensor, scale_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """Group-normalised outcome advantages.
+
+    For episode ``i`` in group ``g``: ``A_i = (R_i - mean_g R) / (std_g R + eps)`` with ``scale_std``,
+    else ``A_i = R_i - mean_g R``. ``std_g`` is the population std (``sqrt(mean_g (R - mean_g R)^2)``),
+    so a group whose rollouts all got the same reward has ``A = 0`` (also with ``eps = 0``).
+
+    Args:
+        scores: (E,) outcome reward of each episode.
+        group_ids: (E,) int group of each episode (rollouts of the same task).
+        scale_std: divide by the group's std.
+        eps: added to the std.
+
+    Returns:
+        (E,) advantages.
+    """
+    if scores.dim() != 1 or scores.shape != group_ids.shape:
+        raise ValueError(f"scores and group_ids must both be (E,), got {tuple(scores.shape)} and {tuple(group_ids.shape)}")
+    scores = scores.float()
+    _, inv = torch.unique(group_ids, return_inverse=True)
+    n_groups = int(inv.max().item()) + 1 if inv.numel() else 0
+    count = torch.zeros(n_groups).index_add_(0, inv, torch.ones_like(scores))
+    mean = torch.zeros(n_groups).index_add_(0, inv, scores) / count
+    centred = scores - mean[inv]
+    if not scale_std:
+        return centred
+    var = torch.zeros(n_groups).index_add_(0, inv, centred**2) / count
+    std = var.sqrt()[inv]
+    return torch.where(std > 0, centred / (std + eps), torch.zeros_like(centred))
+
+
+def gae_advantages(
+    rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float = 1.0, lam: float = 0.95
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn-level generalised advantage estimation over contiguous episodes.
+
+    With ``V_{t+1} = 0`` after the last turn of an episode (``done_t``)::
+
+        delta_t = r_t + gamma * V_{t+1} * (1 - done_t) - V_t
+        A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1}
+        R_t     = A_t + V_t                                   (value target)
+
+    Args:
+        rewards: (N,) reward after each turn.
+        values: (N,) critic value of each turn's state.
+        dones: (N,) bool, the episode ended after this turn. Turns of an episode are contiguous and in
+            order, and the batch's last turn must end its episode.
+        gamma: discount.
+        lam: GAE lambda.
+
+    Returns:
+        ``(advantages, returns)``, each (N,).
+    """
+    if not (rewards.shape == values.shape == dones.shape) or rewards.dim() != 1:
+        raise ValueError(
+            f"rewards, values, dones must all be (N,), got {tuple(rewards.shape)}, {tuple(values.shape)}, {tuple(dones.shape)}"
+        )
+    n = rewards.shape[0]
+    if n and not bool(dones[-1]):
+        raise ValueError("gae_advantages: the last turn must end its episode (dones[-1] is False); pass whole episodes")
+    adv = torch.zeros(n, dtype=torch.float32)
+    next_adv, next_value = 0.0, 0.0
+    for t in range(n - 1, -1, -1):
+        cont = 0.0 if bool(dones[t]) else 1.0
+        delta = float(rewards[t]) + gamma * next_value * cont - float(values[t])
+        next_adv = delta + gamma * lam * cont * next_adv
+        adv[t] = next_adv
+        next_value = float(values[t])
+    return adv, adv + values.float()
+
+
+class AdvantageEstimator:
+    """Fills ``batch.advantages`` and ``batch.returns``; ``needs_critic`` says if values are used."""
+
+    name: str = ""
+    needs_critic: bool = False
+
+    def __call__(self, batch: RolloutBatch) -> None:
+        raise NotImplementedError
+
+
+@register_advantage_estimator("grpo")
+class GRPOAdvantage(AdvantageEstimator):
+    """GRPO: each episode's summed (outcome) reward normalised within its group; every turn (and so
+    every policy token) of the episode gets the episode's advantage.
+
+    Args:
+        scale_std: divide by the group's reward std (off: Dr. GRPO-style mean-centring only).
+        eps: added to the std.
+    """
+
+    needs_critic = False
+
+    def __init__(self, scale_std: bool = True, eps: float = 1e-6):
+        self.scale_std = scale_std
+        self.eps = eps
+
+    def __call__(self, batch: RolloutBatch) -> None:
+        scores = batch.episode_rewards()
+        ep_group = torch.zeros_like(scores, dtype=torch.long).scatter_(0, batch.episode_id, batch.group_id)
+        ep_adv = grpo_advantages(scores, ep_group, self.scale_std, self.eps)
+        batch.advantages = ep_adv[batch.episode_id]
+        batch.returns = scores[batch.episode_id]
+
+
+@register_advantage_estimator("gae")
+class GAEAdvantage(AdvantageEstimator):
+    """PPO's turn-level GAE from the critic's values (see :func:`gae_advantages`).
+
+    Args:
+        gamma: discount per turn.
+        lam: GAE lambda.
+        normalize: whiten the advantages over the batch (mean 0, std 1).
+    """
+
+    needs_critic = True
+
+    def __init__(self, gamma: float = 1.0, lam: float = 0.95, normalize: bool = True):
+        self.gamma, self.lam, self.normalize = gamma, lam, normalize
+
+    def __call__(self, batch: RolloutBatch) -> None:
+        adv, ret = gae_advantages(batch.rewards, batch.old_values, batch.dones, self.gamma, self.lam)
+        if self.normalize and adv.numel() > 1:
+            adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-6)
+        batch.advantages = adv
+        batch.returns = ret

@@ -1,0 +1,125 @@
+"""THE rollout schema: one sample per policy turn (prompt = context, response = the policy's action).
+
+``N`` = number of turns in the batch, ``L`` = padded sequence length (prompt + response). A turn's
+sequence is its prompt tokens followed by its response tokens, right-padded. Token-level fields are
+aligned with ``input_ids``: ``old_log_probs[n, t] = log pi_old(input_ids[n, t] | input_ids[n, :t])``,
+and only positions with ``action_mask`` (the response tokens, the policy's own) carry any loss, so
+observation and prompt tokens are never trained.
+
+Turns of one episode are stored contiguously and in order (``turn`` = 0, 1, ...), which the turn-level
+GAE estimator relies on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tensordict import tensorclass
+
+__all__ = ["RolloutBatch", "Turn", "build_rollout_batch"]
+
+
+@tensorclass
+class RolloutBatch:
+    """A batch of policy turns (see module docstring for the layout)."""
+
+    input_ids: torch.Tensor  # (N, L) int64   prompt tokens then response tokens, right-padded
+    attention_mask: torch.Tensor  # (N, L) bool  True on real (non-pad) tokens
+    action_mask: torch.Tensor  # (N, L) bool     True on response tokens: the only positions with loss
+    old_log_probs: torch.Tensor  # (N, L) float  log pi_old(token | prefix) of the sampling policy (0 off mask)
+    ref_log_probs: torch.Tensor  # (N, L) float  log pi_ref(token | prefix) of the frozen reference policy
+    old_values: torch.Tensor  # (N,) float       critic value V(s_t) at collection time (0 without a critic)
+    rewards: torch.Tensor  # (N,) float          env reward r_{t+1} received after this turn's action
+    dones: torch.Tensor  # (N,) bool             the episode ended after this turn
+    terminated: torch.Tensor  # (N,) bool        ... by the env's own rule (not the step limit)
+    advantages: torch.Tensor  # (N,) float       advantage of the turn, shared by all its response tokens
+    returns: torch.Tensor  # (N,) float          value target (GAE: advantages + values)
+    task_index: torch.Tensor  # (N,) int64       index of the task in the env's split
+    group_id: torch.Tensor  # (N,) int64         GRPO group: rollouts of the same task in this batch
+    episode_id: torch.Tensor  # (N,) int64       episode the turn belongs to (unique in the batch)
+    turn: torch.Tensor  # (N,) int64             0-based step index within the episode
+    invalid: torch.Tensor  # (N,) bool           the env flagged the action invalid (a no-op)
+
+    def episode_rewards(self) -> torch.Tensor:
+        """(E,) summed reward of each episode, indexed by ``episode_id`` (E = max id + 1)."""
+        n_ep = int(self.episode_id.max().item()) + 1 if self.episode_id.numel() else 0
+        out = torch.zeros(n_ep, dtype=self.rewards.dtype, device=self.rewards.device)
+        return out.index_add_(0, self.episode_id, self.rewards)
+
+
+@dataclass
+class Turn:
+    """One policy turn as the collector records it, before padding.
+
+    Attributes:
+        prompt_ids: token ids of the prompt (context).
+        response_ids: token ids the policy generated (including the EOS token if it stopped).
+        reward: env reward after the action.
+        done: the episode ended after this turn.
+        terminated: it ended by the env's rule (purchase, win), not truncation.
+        invalid: the env flagged the action invalid.
+        task_index: index of the task in its split.
+        group_id: GRPO group id.
+        episode_id: episode id within the batch.
+        turn: step index within the episode.
+    """
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    reward: float
+    done: bool
+    terminated: bool
+    invalid: bool
+    task_index: int
+    group_id: int
+    episode_id: int
+    turn: int
+
+
+def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
+    """Pad ``turns`` (already ordered by episode, then turn) into a :class:`RolloutBatch`.
+
+    Log-probs, values, advantages and returns start at zero; the trainer fills them in.
+
+    Raises:
+        ValueError: if ``turns`` is empty or a turn has an empty response.
+    """
+    if not turns:
+        raise ValueError("build_rollout_batch needs at least one turn, got an empty list")
+    lengths = [len(t.prompt_ids) + len(t.response_ids) for t in turns]
+    n, length = len(turns), max(lengths)
+    ids = torch.full((n, length), pad_id, dtype=torch.long)
+    attn = torch.zeros((n, length), dtype=torch.bool)
+    act = torch.zeros((n, length), dtype=torch.bool)
+    for i, t in enumerate(turns):
+        if not t.response_ids:
+            raise ValueError(f"turn {i} (episode {t.episode_id}, step {t.turn}) has an empty response")
+        p, r = len(t.prompt_ids), len(t.response_ids)
+        ids[i, : p + r] = torch.tensor(t.prompt_ids + t.response_ids, dtype=torch.long)
+        attn[i, : p + r] = True
+        act[i, p : p + r] = True
+
+    def col(name, dtype):
+        return torch.tensor([getattr(t, name) for t in turns], dtype=dtype)
+
+    zeros_tok = torch.zeros((n, length), dtype=torch.float32)
+    return RolloutBatch(
+        input_ids=ids,
+        attention_mask=attn,
+        action_mask=act,
+        old_log_probs=zeros_tok.clone(),
+        ref_log_probs=zeros_tok.clone(),
+        old_values=torch.zeros(n),
+        rewards=col("reward", torch.float32),
+        dones=col("done", torch.bool),
+        terminated=col("terminated", torch.bool),
+        advantages=torch.zeros(n),
+        returns=torch.zeros(n),
+        task_index=col("task_index", torch.long),
+        group_id=col("group_id", torch.long),
+        episode_id=col("episode_id", torch.long),
+        turn=col("turn", torch.long),
+        invalid=col("invalid", torch.bool),
+        batch_size=[n],
+    )
