@@ -1,0 +1,205 @@
+"""Collect real trajectories (expert + random) from any registered env that has an expert.
+
+The agents run in the batched TorchRL env (``env.reset`` / ``env.step`` with partial resets and
+steps); every step becomes a :class:`dreamgym.schema.Transition` with its available actions, the
+teacher's rationale (``reasoning``), score, invalid flag and terminated/truncated, and each finished
+episode is appended to ``out`` as one JSONL line (:class:`dreamgym.schema.TrajectoryWriter`).
+
+CLI::
+
+    python -m dreamgym collect --env webshop --split train --n-expert 200 --n-random 100 \\
+        --out data/webshop_train.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict
+
+from dreamgym.agents import Agent, RandomAgent, make_expert
+from dreamgym.envs.registry import make_env
+from dreamgym.schema import Trajectory, TrajectoryWriter, Transition
+from dreamgym.teachers.base import Teacher, get_teacher
+
+__all__ = ["collect_trajectories", "main"]
+
+
+@dataclass
+class _Episode:
+    index: int
+    policy: str
+    task_index: int
+    agent: Agent
+    transitions: list[Transition] = field(default_factory=list)
+
+
+def _plan(n_expert: int, n_random: int, n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
+    policies = ["expert"] * n_expert + ["random"] * n_random
+    rng.shuffle(policies)
+    n = len(policies)
+    tasks = np.concatenate([rng.permutation(n_tasks) for _ in range(n // max(n_tasks, 1) + 1)])[:n]
+    return list(zip(policies, (int(t) for t in tasks), strict=False))
+
+
+def _agent(policy: str, env_name: str, env: Any, seed: int) -> Agent:
+    agent = make_expert(env_name, env) if policy == "expert" else RandomAgent()
+    agent.reset(seed)
+    return agent
+
+
+def _finish(ep: _Episode, env_name: str, split: str, seed: int) -> Trajectory:
+    last = ep.transitions[-1]
+    first = ep.transitions[0]
+    return Trajectory(
+        trajectory_id=f"{env_name}-{split}-s{seed}-{ep.policy}-{ep.index:05d}",
+        task_id=first.task_id, instruction=first.instruction, env=env_name, split=split, source="real",
+        policy=ep.policy, transitions=ep.transitions, success=last.success, score=float(last.score),
+    )
+
+
+def collect_trajectories(
+    env_name: str,
+    split: str,
+    n_expert: int,
+    n_random: int,
+    out: str | os.PathLike | None = None,
+    seed: int = 0,
+    teacher: bool = True,
+    max_steps: int | None = None,
+    batch_size: int = 8,
+    progress: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[Trajectory]:
+    """Run ``n_expert`` expert and ``n_random`` random episodes on ``split`` tasks; return (and append) them.
+
+    Args:
+        env_name: a registered env with an expert (:func:`dreamgym.agents.make_expert`).
+        split: task split ("train", "val", "test").
+        n_expert, n_random: number of episodes per policy (tasks drawn without replacement, cycling).
+        out: JSONL path to append trajectories to (``None``: only return them).
+        seed: seeds the task order, the policy order and every agent's choices.
+        teacher: fill ``reasoning`` with the env's rule-based teacher.
+        max_steps: per-episode step limit (``None``: the env's default).
+        batch_size: parallel env slots.
+        progress: show a progress bar.
+        env_kwargs: extra env constructor arguments.
+    """
+    if n_expert < 0 or n_random < 0 or n_expert + n_random == 0:
+        raise ValueError(f"need n_expert >= 0 and n_random >= 0 with a positive sum; got {n_expert}, {n_random}")
+    kwargs = dict(env_kwargs or {})
+    kwargs.update(batch_size=[batch_size], split=split, seed=seed)
+    if max_steps is not None:
+        kwargs["max_steps"] = max_steps
+    env = make_env(env_name, **kwargs)
+    rationale: Teacher | None = get_teacher(env_name) if teacher else None
+    plan = _plan(n_expert, n_random, env.num_tasks(), np.random.default_rng(seed))
+    writer = TrajectoryWriter(out) if out is not None else None
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(plan), desc=f"collect {env_name}/{split}", unit="ep")
+    done_trajs: list[Trajectory] = []
+    try:
+        _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs)
+    finally:
+        if writer is not None:
+            writer.close()
+        if bar is not None:
+            bar.close()
+    done_trajs.sort(key=lambda t: t.trajectory_id)
+    return done_trajs
+
+
+def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -> None:
+    n = env.batch_size[0]
+    slots: list[_Episode | None] = [None] * n
+    nxt = 0
+
+    def start(mask: list[bool]) -> None:
+        nonlocal nxt
+        idx = torch.full((n, 1), -1, dtype=torch.int64)
+        for i in range(n):
+            if mask[i] and nxt < len(plan):
+                policy, task = plan[nxt]
+                slots[i] = _Episode(nxt, policy, task, _agent(policy, env_name, env, seed * 100003 + nxt))
+                idx[i, 0] = task
+                nxt += 1
+            elif mask[i]:
+                slots[i] = None
+        reset = torch.tensor(mask, dtype=torch.bool).reshape(n, 1)
+        env.reset(TensorDict({"_reset": reset, "task_index": idx}, batch_size=[n]))
+
+    start([True] * n)
+    while any(s is not None for s in slots):
+        active = [s is not None for s in slots]
+        before = [env.current(i) for i in range(n)]
+        actions = [s.agent.act(before[i], env.step_info(i)) if s is not None else "" for i, s in enumerate(slots)]
+        td = TensorDict({"_step": torch.tensor(active)}, batch_size=[n])
+        td["action"] = actions
+        nx = env.step(td)["next"]
+        finished = [False] * n
+        for i, ep in enumerate(slots):
+            if ep is None:
+                continue
+            after = env.current(i)
+            tr = Transition(
+                task_id=before[i].task_id, instruction=before[i].instruction, step=len(ep.transitions),
+                state=before[i].observation, action=actions[i], next_state=after.observation,
+                reward=float(nx["reward"][i, 0]), done=bool(nx["done"][i, 0]), success=bool(nx["success"][i, 0]),
+                source="real", env=env_name, split=split, available_actions=list(before[i].available_actions),
+                score=float(nx["score"][i, 0]), invalid=bool(nx["invalid"][i, 0]),
+                terminated=bool(nx["terminated"][i, 0]), truncated=bool(nx["truncated"][i, 0]),
+            )
+            if rationale is not None:
+                tr.reasoning = rationale.explain(tr, env.step_info(i))
+            ep.transitions.append(tr)
+            if tr.done:
+                traj = _finish(ep, env_name, split, seed)
+                done_trajs.append(traj)
+                if writer is not None:
+                    writer.write(traj)
+                if bar is not None:
+                    bar.update(1)
+                finished[i] = True
+        if any(finished):
+            start(finished)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dreamgym collect ...`` (see module docstring)."""
+    ap = argparse.ArgumentParser(prog="python -m dreamgym collect", description="Collect real expert/random trajectories.")
+    ap.add_argument("--env", default="webshop", help="registered env name")
+    ap.add_argument("--split", default="train", choices=["train", "val", "test"])
+    ap.add_argument("--n-expert", type=int, default=200, help="expert episodes")
+    ap.add_argument("--n-random", type=int, default=100, help="random-policy episodes")
+    ap.add_argument("--out", required=True, help="JSONL file to append trajectories to")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
+    ap.add_argument("--max-steps", type=int, default=None, help="per-episode step limit (env default if unset)")
+    ap.add_argument("--batch-size", type=int, default=8, help="parallel env slots")
+    ap.add_argument("--env-kwargs", default="{}", help='JSON dict of extra env arguments, e.g. \'{"human_goals": false}\'')
+    args = ap.parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as e:
+        ap.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({e.msg})")
+    trajs = collect_trajectories(
+        args.env, args.split, args.n_expert, args.n_random, out=args.out, seed=args.seed,
+        teacher=not args.no_teacher, max_steps=args.max_steps, batch_size=args.batch_size, progress=True,
+        env_kwargs=env_kwargs,
+    )
+    for policy in ("expert", "random"):
+        sel = [t for t in trajs if t.policy == policy]
+        if sel:
+            steps = sum(len(t.transitions) for t in sel)
+            print(f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
+                  f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions")
+    print(f"appended {len(trajs)} trajectories to {args.out}")
