@@ -110,6 +110,7 @@ class TextEnvBase(EnvBase):
         n = batch_size[0]
         self._obs: list[TextObs | None] = [None] * n
         self._steps = np.zeros(n, dtype=np.int64)
+        self._step_infos: dict[int, dict] = {}  # slot -> TextStep.info of its last step
         self._make_specs()
 
     # ------------------------------------------------------------------ specs
@@ -204,6 +205,7 @@ class TextEnvBase(EnvBase):
         for s, obs in zip(slots, started):
             self._obs[s] = obs
             self._steps[s] = 0
+            self._step_infos[s] = {}
         td = self._make_td(
             [self._obs[i].observation for i in range(n)],
             [self._obs[i].available_actions for i in range(n)],
@@ -227,6 +229,7 @@ class TextEnvBase(EnvBase):
             for i in range(n)
         ]
         self._steps[active] += 1
+        self._step_infos.update({i: r.info for i, r in acted.items()})
         return self._make_td(
             [r.observation for r in results], [r.available_actions for r in results], steps=results
         )
@@ -266,6 +269,13 @@ class TextEnvBase(EnvBase):
             device=self.device,
         )
         return td
+
+    def step_info(self, slot: int) -> dict:
+        """Privileged info (:attr:`TextStep.info`) of ``slot``'s last step; ``{}`` after a reset.
+
+        Teachers and scripted experts read it (see :mod:`dreamgym.collect`); subclasses may return more.
+        """
+        return self._step_infos.get(slot, {})
 
     def current(self, slot: int) -> TextObs:
         """The current instruction/state/actions of ``slot`` (after at least one reset)."""
