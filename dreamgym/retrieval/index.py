@@ -70,6 +70,13 @@ class VectorIndex:
             keys[i, :c], dists[i, :c] = got_k[i, :c], got_d[i, :c]
         return keys, dists
 
+    def get(self, keys: np.ndarray) -> np.ndarray:
+        """The stored vectors ``(N, ndim)`` float32 of ``keys`` (all must be present)."""
+        keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
+        if len(keys) == 0:
+            return np.zeros((0, self.ndim), dtype=np.float32)
+        return np.asarray(self._index.get(keys, dtype=np.float32), dtype=np.float32).reshape(len(keys), self.ndim)
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the index to ``path`` (a file)."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)

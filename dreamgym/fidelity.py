@@ -1,0 +1,155 @@
+"""How faithful the experience model is to the real env, measured on held-out real transitions.
+
+Teacher-forced (one step from a real prompt; :class:`FidelityMeter`):
+
+* ``reward_acc``: predicted reward equals the real one (rounded to 1e-6).
+* ``success_precision`` / ``success_recall`` / ``success_f1``: the positive class is a success step
+  (reward >= 1); precision is over predicted success steps, recall over real ones.
+* ``done_acc``: predicted termination equals the real one.
+* ``state_exact``: next state matches the real one exactly (after whitespace normalisation).
+* ``state_token_f1``: bag-of-words F1 between predicted and real next state (SQuAD-style).
+* ``copy_state_token_f1``: the baseline that predicts "nothing changes" (next state = current state).
+* ``parse_fail_rate``: share of outputs that did not parse; a failure counts as wrong everywhere.
+
+Open loop (:func:`open_loop_eval`): replay each real trajectory's actions through the model, feeding
+back its own predicted states; compare the final predicted reward with the real final reward
+(``open_loop_reward_acc``) and the final state (``open_loop_state_token_f1``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from dreamgym.modeling.formats import ParsedOutcome, terminated_of
+from dreamgym.schema import Trajectory
+
+__all__ = ["token_f1", "normalise_state", "FidelityMeter", "open_loop_eval", "FIDELITY_KEYS"]
+
+FIDELITY_KEYS = (
+    "reward_acc",
+    "success_precision",
+    "success_recall",
+    "success_f1",
+    "done_acc",
+    "state_exact",
+    "state_token_f1",
+    "copy_state_token_f1",
+    "parse_fail_rate",
+)
+
+
+def normalise_state(text: str) -> str:
+    """Whitespace-normalised state text (what the formats write)."""
+    return " ".join(text.split())
+
+
+def token_f1(pred: str, ref: str) -> float:
+    """Bag-of-words F1 of whitespace tokens: ``2 P R / (P + R)``, ``P = |pred ∩ ref| / |pred|``,
+    ``R = |pred ∩ ref| / |ref|`` (multiset intersection); 1.0 if both are empty."""
+    p, r = pred.lower().split(), ref.lower().split()
+    if not p and not r:
+        return 1.0
+    common = sum((Counter(p) & Counter(r)).values())
+    if common == 0:
+        return 0.0
+    prec, rec = common / len(p), common / len(r)
+    return 2 * prec * rec / (prec + rec)
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(float(a) - float(b)) < 1e-6
+
+
+class FidelityMeter:
+    """Accumulates teacher-forced fidelity metrics over held-out transitions (see module docstring)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.n = 0
+        self.sums: Counter[str] = Counter()
+        self.tp = self.fp = self.fn = 0
+
+    def update(self, pred: ParsedOutcome, state: str, next_state: str, reward: float, done: bool) -> None:
+        """Add one prediction against the real ``(state, next_state, reward, done)``."""
+        self.n += 1
+        real_success = float(reward) >= 1.0
+        ok = pred.ok
+        pred_success = ok and pred.reward >= 1.0
+        self.tp += int(pred_success and real_success)
+        self.fp += int(pred_success and not real_success)
+        self.fn += int(real_success and not pred_success)
+        real = normalise_state(next_state)
+        self.sums["reward_acc"] += ok and _same(pred.reward, reward)
+        self.sums["done_acc"] += ok and pred.done == bool(done)
+        self.sums["state_exact"] += ok and normalise_state(pred.next_state) == real
+        self.sums["state_token_f1"] += token_f1(pred.next_state, real) if ok else 0.0
+        self.sums["copy_state_token_f1"] += token_f1(normalise_state(state), real)
+        self.sums["parse_fail_rate"] += not ok
+
+    def compute(self) -> dict[str, float]:
+        """The metrics (``FIDELITY_KEYS`` plus ``n``); precision/recall are 1.0 when undefined and no error."""
+        n = max(self.n, 1)
+        out = {k: self.sums[k] / n for k in FIDELITY_KEYS if k in self.sums or self.n == 0}
+        prec = self.tp / (self.tp + self.fp) if self.tp + self.fp else float(self.fn == 0)
+        rec = self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+        out["success_precision"], out["success_recall"] = prec, rec
+        out["success_f1"] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        out["n"] = float(self.n)
+        return {k: float(out.get(k, 0.0)) for k in (*FIDELITY_KEYS, "n")}
+
+
+def open_loop_eval(experience, trajectories: Sequence[Trajectory], skip_invalid: bool = True) -> dict[str, Any]:
+    """Replay real trajectories' actions through the model on its own predicted states.
+
+    All trajectories advance together (one batched model call per step). A trajectory stops when the
+    model predicts ``done``, its output does not parse (final reward 0) or its real actions run out.
+
+    Args:
+        experience: a :class:`dreamgym.modeling.experience.ExperienceModel`.
+        trajectories: held-out real trajectories.
+        skip_invalid: skip real invalid actions (no-ops in the real env and in the synthetic env).
+
+    Returns:
+        ``open_loop_reward_acc``, ``open_loop_done_acc``, ``open_loop_state_token_f1``,
+        ``open_loop_parse_fail_rate`` and ``n``.
+    """
+    from dreamgym.modeling.experience import ExperienceQuery
+
+    runs = []
+    for traj in trajectories:
+        steps = [t for t in traj.transitions if not (skip_invalid and t.invalid)]
+        if steps:
+            runs.append({"traj": traj, "steps": steps, "i": 0, "state": steps[0].state, "hist": [],
+                         "reward": 0.0, "done": False, "fail": False, "active": True})
+    while any(r["active"] for r in runs):
+        active = [r for r in runs if r["active"]]
+        queries = [
+            ExperienceQuery(r["traj"].instruction, list(r["hist"]), r["state"], r["steps"][r["i"]].action,
+                            exclude_id=r["traj"].trajectory_id)
+            for r in active
+        ]
+        for r, out in zip(active, experience.predict(queries), strict=True):
+            r["hist"].append(r["steps"][r["i"]].action)
+            r["i"] += 1
+            if not out.ok:
+                r.update(fail=True, reward=0.0, done=True, active=False)
+                continue
+            r.update(state=out.next_state, reward=out.reward, done=out.done)
+            r["active"] = not out.done and r["i"] < len(r["steps"])
+    n = max(len(runs), 1)
+    last = [r["steps"][-1] for r in runs]
+    return {
+        "open_loop_reward_acc": sum(_same(r["reward"], t.reward) for r, t in zip(runs, last, strict=True)) / n,
+        "open_loop_done_acc": sum(
+            r["done"] == terminated_of(t.done, t.truncated) for r, t in zip(runs, last, strict=True)
+        ) / n,
+        "open_loop_state_token_f1": sum(
+            token_f1(r["state"], t.next_state) * (not r["fail"]) for r, t in zip(runs, last, strict=True)
+        ) / n,
+        "open_loop_parse_fail_rate": sum(r["fail"] for r in runs) / n,
+        "n": float(len(runs)),
+    }

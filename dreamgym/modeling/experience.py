@@ -1,0 +1,173 @@
+"""The trained experience model as a predictor: retrieval + prompt + batched generation + parsing.
+
+:class:`ExperienceModel` bundles a causal LM, its tokenizer, the :class:`ExperienceFormat` it was
+trained with and a :class:`ReplayBuffer` to retrieve from. It is what the synthetic env, the fidelity
+evaluation and the curriculum (``vary_task``) call. A saved experience model is one directory::
+
+    <dir>/config.json, model.safetensors, tokenizer.json, ...   (plain ``save_pretrained``)
+    <dir>/experience_format.json                               (k, history_window, use_reasoning, ...)
+    <dir>/buffer/{transitions.jsonl,index.usearch,buffer.json} (the replay buffer, optional)
+
+Example:
+    >>> em = ExperienceModel.from_pretrained("runs/experience/hf")  # doctest: +SKIP
+    >>> em.predict([ExperienceQuery("i need a red shirt", [], state, "search[red shirt]")])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dreamgym.modeling.formats import (
+    ExperienceFormat,
+    Neighbour,
+    ParsedOutcome,
+    build_prompt,
+    build_variation_prompt,
+    parse_target,
+    parse_variation,
+)
+from dreamgym.modeling.generation import generate_texts
+from dreamgym.retrieval import ReplayBuffer
+
+__all__ = ["ExperienceQuery", "ExperienceModel", "FORMAT_FILE", "BUFFER_DIR"]
+
+FORMAT_FILE = "experience_format.json"
+BUFFER_DIR = "buffer"
+
+
+@dataclass
+class ExperienceQuery:
+    """One step to predict: what does ``action`` do in ``state``?
+
+    Attributes:
+        instruction: the task instruction.
+        history: previous actions of the episode, oldest first.
+        state: current state s_t.
+        action: action a_t.
+        exclude_id: trajectory id whose transitions may not be retrieved (its own episode), if any.
+    """
+
+    instruction: str
+    history: list[str]
+    state: str
+    action: str
+    exclude_id: str | None = None
+
+
+class ExperienceModel:
+    """A frozen experience model with retrieval.
+
+    Args:
+        model: causal LM (put in eval mode and frozen here).
+        tokenizer: its tokenizer.
+        fmt: the prompt/target layout the model was trained with.
+        buffer: replay buffer to retrieve neighbours from (None: no retrieval, whatever ``fmt.k``).
+        max_new_tokens: generation budget per step (reasoning + next state + reward).
+        batch_size: generation batch size.
+        do_sample: sample instead of greedy decoding.
+        temperature: sampling temperature.
+        max_prompt_tokens: keep only the last this-many prompt tokens.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        fmt: ExperienceFormat,
+        buffer: ReplayBuffer | None = None,
+        max_new_tokens: int = 384,
+        batch_size: int = 8,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        max_prompt_tokens: int | None = None,
+    ):
+        self.model, self.tokenizer, self.fmt, self.buffer = model, tokenizer, fmt, buffer
+        self.model.eval()
+        self.model.requires_grad_(False)
+        self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        self.do_sample, self.temperature, self.max_prompt_tokens = do_sample, temperature, max_prompt_tokens
+        self.last_raw: list[str] = []
+
+    # ------------------------------------------------------------ persistence
+    @classmethod
+    def from_pretrained(
+        cls, path: str | os.PathLike, buffer: ReplayBuffer | str | os.PathLike | None = None, **kwargs
+    ) -> ExperienceModel:
+        """Load a directory written by :meth:`save_pretrained` (or by the SFT run's export).
+
+        ``buffer``: a buffer, a buffer directory, or None to use ``<path>/buffer`` when it exists.
+        """
+        from dreamgym.modeling.factory import load_pretrained
+
+        path = Path(path)
+        model, tok = load_pretrained(path)
+        fmt_file = path / FORMAT_FILE
+        if not fmt_file.is_file():
+            raise FileNotFoundError(
+                f"{str(fmt_file)!r} is missing: {str(path)!r} is not an exported experience model "
+                "(train one with `python -m dreamgym fit --config configs/webshop_experience_sft.yaml`)"
+            )
+        fmt = ExperienceFormat.from_dict(json.loads(fmt_file.read_text()))
+        if buffer is None and (path / BUFFER_DIR / "buffer.json").is_file():
+            buffer = path / BUFFER_DIR
+        if buffer is not None and not isinstance(buffer, ReplayBuffer):
+            buffer = ReplayBuffer.load(buffer)
+        return cls(model, tok, fmt, buffer, **kwargs)
+
+    def save_pretrained(self, path: str | os.PathLike, save_buffer: bool = True) -> Path:
+        """Write model + tokenizer (``save_pretrained``), the format and the buffer to ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+        (path / FORMAT_FILE).write_text(json.dumps(self.fmt.to_dict(), indent=2))
+        if save_buffer and self.buffer is not None:
+            self.buffer.save(path / BUFFER_DIR)
+        return path
+
+    # ------------------------------------------------------------ prediction
+    def prompts(self, queries: list[ExperienceQuery]) -> list[str]:
+        """The prompts of ``queries``, with neighbours retrieved in one batched search."""
+        if self.buffer is not None and self.fmt.k > 0:
+            hits = self.buffer.search(
+                [q.state for q in queries], [q.action for q in queries], self.fmt.k,
+                exclude="trajectory", query_ids=[q.exclude_id for q in queries],
+            )
+        else:
+            hits = [[] for _ in queries]
+        return [
+            build_prompt(
+                self.fmt, q.instruction, q.history,
+                [Neighbour(t.state, t.action, t.next_state, t.reward) for t in nb], q.state, q.action,
+            )
+            for q, nb in zip(queries, hits, strict=True)
+        ]
+
+    def generate(self, prompts: list[str], max_new_tokens: int | None = None) -> list[str]:
+        """Raw generated text for each prompt (batched, KV cache)."""
+        return generate_texts(
+            self.model, self.tokenizer, prompts, max_new_tokens=max_new_tokens or self.max_new_tokens,
+            batch_size=self.batch_size, do_sample=self.do_sample, temperature=self.temperature,
+            max_prompt_tokens=self.max_prompt_tokens,
+        )
+
+    def predict(self, queries: list[ExperienceQuery]) -> list[ParsedOutcome]:
+        """Predict next state, reward and done for each query; never raises on bad model output.
+
+        The raw generations are kept in :attr:`last_raw` for debugging.
+        """
+        if not queries:
+            return []
+        self.last_raw = self.generate(self.prompts(queries))
+        return [parse_target(text) for text in self.last_raw]
+
+    def vary_task(self, instructions: list[str], max_new_tokens: int = 64) -> list[str | None]:
+        """Variations of seed instructions written by the backbone (None where the output is unusable).
+
+        Meaningful only for a model trained with variation pairs (``TrajectoryDataModule.variation_pairs``).
+        """
+        texts = self.generate([build_variation_prompt(s) for s in instructions], max_new_tokens)
+        return [parse_variation(t) for t in texts]

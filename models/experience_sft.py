@@ -1,0 +1,220 @@
+"""SFT of the experience model M_exp: reasoning trace, then next state and reward (DreamGym eq. SFT).
+
+One sequence per example: ``[BOS] prompt | reasoning | outcome [EOS]``; the loss covers only the
+reasoning and outcome tokens (never the prompt):
+
+    L = mean_{t in R} CE_t + mean_{t in S} CE_t
+
+i.e. the paper's joint objective ``-log P(R*|s,a,H,D_k) - log P(s',r|s,a,R*,H,D_k)``, each part as a
+token mean (R: reasoning tokens, S: next state/reward/done tokens + EOS). Logged as ``train/loss``,
+``train/loss_reasoning``, ``train/loss_state``.
+
+Validation/test: the same losses teacher-forced (``val/loss``...), then generation from the real
+prompts of held-out transitions, parsed and scored by :class:`dreamgym.fidelity.FidelityMeter`
+(``val/reward_acc``, ``val/success_f1``, ``val/done_acc``, ``val/state_exact``, ``val/state_token_f1``,
+``val/parse_fail_rate``, ...). At the end of fit the model is exported as an
+:class:`~dreamgym.modeling.experience.ExperienceModel` directory (HF model + tokenizer + format + buffer)
+to ``export_dir`` or ``<log_dir>/hf``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.cli import OptimizerCallable
+
+from dreamgym.fidelity import FidelityMeter
+from dreamgym.modeling.experience import ExperienceModel
+from dreamgym.modeling.factory import LanguageModel
+from dreamgym.modeling.formats import ExperienceFormat, parse_target
+from dreamgym.modeling.generation import encode_prompt, generate_texts
+
+__all__ = ["ExperienceSFT", "experience_sft_loss", "encode_examples", "PROMPT", "REASONING", "OUTCOME"]
+
+PROMPT, REASONING, OUTCOME = 0, 1, 2
+"""Part ids of each token: prompt/padding (no loss), reasoning trace, outcome (next state, reward, EOS)."""
+
+
+def experience_sft_loss(logits: torch.Tensor, input_ids: torch.Tensor, parts: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Masked next-token loss, split by target part.
+
+    ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]`` for every position t >= 1;
+    ``loss_reasoning = mean_{parts_t = 1} CE_t`` (0 if there is none), ``loss_state = mean_{parts_t = 2} CE_t``,
+    ``loss = loss_reasoning + loss_state``. Prompt and padding tokens (part 0) carry no loss.
+
+    Args:
+        logits: (B, T, V) model outputs.
+        input_ids: (B, T) token ids.
+        parts: (B, T) long, the part of each token (0 prompt/pad, 1 reasoning, 2 outcome).
+
+    Returns:
+        dict with ``loss``, ``loss_reasoning``, ``loss_state`` (scalars) and ``n_reasoning``, ``n_state``
+        (token counts).
+    """
+    if logits.dim() != 3 or input_ids.shape != logits.shape[:2] or parts.shape != input_ids.shape:
+        raise ValueError(
+            f"experience_sft_loss expects logits (B,T,V), input_ids (B,T), parts (B,T); got "
+            f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(parts.shape)}"
+        )
+    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none")  # (B, T-1)
+    tgt = parts[:, 1:]
+    out: dict[str, torch.Tensor] = {}
+    total = ce.new_zeros(())
+    for name, part in (("reasoning", REASONING), ("state", OUTCOME)):
+        mask = (tgt == part).float()
+        n = mask.sum()
+        value = (ce * mask).sum() / n.clamp(min=1.0)
+        out[f"loss_{name}"], out[f"n_{name}"] = value, n
+        total = total + value
+    out["loss"] = total
+    return out
+
+
+def encode_examples(tokenizer, examples: list[dict[str, Any]], max_length: int) -> dict[str, torch.Tensor]:
+    """Tokenize SFT examples into right-padded ``input_ids``, ``attention_mask``, ``parts`` (B, T).
+
+    A sequence longer than ``max_length`` loses prompt tokens from the left (after BOS); the target is
+    kept whole unless it alone exceeds ``max_length - 1`` (then its end is cut).
+    """
+    rows = []
+    for ex in examples:
+        prompt = encode_prompt(tokenizer, ex["prompt"])
+        reasoning = tokenizer.encode(ex["reasoning"], add_special_tokens=False) if ex["reasoning"] else []
+        outcome = tokenizer.encode(ex["outcome"], add_special_tokens=False) + [tokenizer.eos_token_id]
+        target = reasoning + outcome
+        parts_t = [REASONING] * len(reasoning) + [OUTCOME] * len(outcome)
+        over = len(prompt) + len(target) - max_length
+        if over > 0:
+            keep = max(1, len(prompt) - over)
+            prompt = prompt[:1] + prompt[len(prompt) - keep + 1 :] if keep > 1 else prompt[:1]
+            room = max_length - len(prompt)
+            target, parts_t = target[:room], parts_t[:room]
+        rows.append((prompt + target, [PROMPT] * len(prompt) + parts_t))
+    width = max(len(ids) for ids, _ in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    parts = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (ids, pt) in enumerate(rows):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        mask[i, : len(ids)] = 1
+        parts[i, : len(ids)] = torch.tensor(pt)
+    return {"input_ids": input_ids, "attention_mask": mask, "parts": parts}
+
+
+class ExperienceSFT(L.LightningModule):
+    """The experience model's SFT (see module docstring).
+
+    The prompt/target switches (``k``, ``history_window``, ``use_reasoning``) are given once, on the
+    data module; this module reads them from ``trainer.datamodule.format`` and exports them.
+
+    Args:
+        lm: which language model to build (preset + tokenizer, or a saved model path).
+        optimizer: optimizer factory (given the parameters).
+        max_length: longest training sequence in tokens (prompt is cut from the left first).
+        max_new_tokens: generation budget in validation/test.
+        generate_batches: val/test batches that also generate and score fidelity (None = all, 0 = none).
+        export_dir: where to save the HF model + tokenizer + format + buffer at the end of fit
+            (default ``<log_dir>/hf``).
+    """
+
+    def __init__(
+        self,
+        lm: LanguageModel,
+        optimizer: OptimizerCallable = torch.optim.AdamW,
+        max_length: int = 1024,
+        max_new_tokens: int = 384,
+        generate_batches: int | None = None,
+        export_dir: str | None = None,
+    ):
+        super().__init__()
+        self.save_hyperparameters(ignore=["lm", "optimizer"])
+        self.model, self.tokenizer = lm.build()
+        self.optimizer_factory = optimizer
+        self.max_length, self.max_new_tokens = max_length, max_new_tokens
+        self.generate_batches, self.export_dir = generate_batches, export_dir
+        self.meters = {"val": FidelityMeter(), "test": FidelityMeter()}
+        self.exported_to: Path | None = None
+
+    def configure_optimizers(self):
+        return self.optimizer_factory(self.model.parameters())
+
+    @property
+    def format(self) -> ExperienceFormat:
+        """The data module's prompt/target layout (default layout when there is no trainer/data)."""
+        dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        return getattr(dm, "format", None) or ExperienceFormat()
+
+    def _losses(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        enc = {k: v.to(self.device) for k, v in encode_examples(self.tokenizer, batch, self.max_length).items()}
+        logits = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
+        out = experience_sft_loss(logits, enc["input_ids"], enc["parts"])
+        out["tokens"] = enc["attention_mask"].sum()
+        return out
+
+    def training_step(self, batch: list[dict[str, Any]], batch_idx: int) -> torch.Tensor:
+        t0 = time.perf_counter()
+        out = self._losses(batch)
+        bs = len(batch)
+        self.log("train/loss", out["loss"], prog_bar=True, batch_size=bs)
+        self.log("train/loss_state", out["loss_state"], batch_size=bs)
+        if out["n_reasoning"] > 0:
+            self.log("train/loss_reasoning", out["loss_reasoning"], batch_size=bs)
+        self.log("perf/tokens_per_s", out["tokens"].float() / max(time.perf_counter() - t0, 1e-6), batch_size=bs)
+        return out["loss"]
+
+    def _eval_step(self, stage: str, batch: list[dict[str, Any]], batch_idx: int) -> None:
+        out = self._losses(batch)
+        bs = len(batch)
+        self.log(f"{stage}/loss", out["loss"], batch_size=bs)
+        self.log(f"{stage}/loss_state", out["loss_state"], batch_size=bs)
+        if out["n_reasoning"] > 0:
+            self.log(f"{stage}/loss_reasoning", out["loss_reasoning"], batch_size=bs)
+        if self.generate_batches is not None and batch_idx >= self.generate_batches:
+            return
+        texts = generate_texts(
+            self.model, self.tokenizer, [ex["prompt"] for ex in batch], max_new_tokens=self.max_new_tokens,
+            batch_size=len(batch), max_prompt_tokens=self.max_length,
+        )
+        for ex, text in zip(batch, texts, strict=True):
+            self.meters[stage].update(parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"])
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step("val", batch, batch_idx)
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step("test", batch, batch_idx)
+
+    def _log_fidelity(self, stage: str) -> None:
+        meter = self.meters[stage]
+        if meter.n:
+            for name, value in meter.compute().items():
+                self.log(f"{stage}/{name}", value)
+        meter.reset()
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_fidelity("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_fidelity("test")
+
+    def on_fit_end(self) -> None:
+        if self.trainer.is_global_zero:
+            self.exported_to = self.export()
+
+    def export(self, path: str | None = None) -> Path:
+        """Save the model as an :class:`ExperienceModel` directory (HF model + tokenizer + format + buffer)."""
+        log_dir = self.trainer.log_dir if self._trainer is not None else None
+        target = Path(path or self.export_dir or Path(log_dir or ".") / "hf")
+        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        was_training = self.model.training
+        em = ExperienceModel(self.model, self.tokenizer, self.format, getattr(dm, "buffer", None))
+        em.save_pretrained(target)
+        self.model.requires_grad_(True)  # ExperienceModel froze it; this module keeps training if asked
+        self.model.train(was_training)
+        return target
