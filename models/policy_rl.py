@@ -1,0 +1,370 @@
+"""ONE LightningModule for PPO and GRPO over any TorchRL text env (real or synthetic).
+
+Each training step is one RL iteration:
+
+1. the schedule picks the env (real / synthetic) or ends fit (budget used, iterations done);
+2. the collector runs ``group_size`` sampled episodes of each of ``tasks_per_batch`` tasks (multi-turn,
+   batched) into a :class:`~dreamgym.rl.rollout.RolloutBatch` (one sample per turn);
+3. old/reference log-probs and (PPO) critic values are computed; the injected advantage estimator
+   fills advantages ("grpo": group-normalised outcome reward; "gae": turn-level GAE on the critic);
+4. ``ppo_epochs`` x ``minibatches`` optimizer steps on
+   ``loss = clipped_surrogate + kl_coef * KL_k3(pi || pi_ref) - entropy_coef * H + value_coef * value_loss``
+   (value loss only with a critic), with manual optimisation and gradient clipping.
+
+PPO and GRPO differ only in the estimator and the critic. The reference policy and any env (the
+synthetic env holds the frozen experience model) are kept out of the module tree (``object.__setattr__``
+/ plain containers), so they are neither trained, nor in the optimizer, nor wrapped by DDP/DeepSpeed.
+Validation/test run the policy greedily on a fixed set of held-out real tasks (``val/...``, ``test/...``).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.cli import OptimizerCallable
+
+from dreamgym.curriculum import RewardVarianceCurriculum
+from dreamgym.modeling.factory import LanguageModel
+from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
+from dreamgym.rl.collector import Collection, RolloutCollector
+from dreamgym.rl.critic import Critic
+from dreamgym.rl.env_specs import EnvSpec
+from dreamgym.rl.losses import (
+    approx_kl,
+    clip_fraction,
+    clipped_surrogate_loss,
+    clipped_value_loss,
+    entropy_from_logits,
+    kl_k3,
+    token_log_probs,
+)
+from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
+from dreamgym.rl.schedules import Schedule
+
+__all__ = ["PolicyRL"]
+
+
+class PolicyRL(L.LightningModule):
+    """PPO / GRPO for an LLM policy in text envs.
+
+    Args:
+        policy: the policy LM (usually the warm-started ``save_pretrained`` dir via ``path``).
+        schedule: where rollouts come from and when to stop (real / synthetic / sim2real).
+        estimator: advantage estimator ("grpo": :class:`GRPOAdvantage`, "gae": :class:`GAEAdvantage`).
+        critic: PPO critic (value head on the policy or a separate LM); ``None`` for GRPO.
+        eval_env: the real env on the held-out split used by validation/test.
+        collector: rollout collector (prompt format, generation length, temperature).
+        curriculum: reward-variance task selection for synthetic-env batches (``None``: uniform tasks).
+        optimizer: optimizer factory; called once with param groups (policy, critic).
+        lr: policy learning rate.
+        critic_lr: critic learning rate (its own param group).
+        tasks_per_batch: tasks per RL iteration (per device).
+        group_size: episodes per task (GRPO group size G).
+        ppo_epochs: passes over each rollout batch.
+        minibatches: optimizer steps per pass (turns split into this many equal parts; fixed so that
+            every DDP rank steps the same number of times).
+        clip_eps: policy ratio clip range.
+        value_clip_eps: value clip range.
+        kl_coef: coefficient of the k3 KL to the frozen reference policy (0: no reference model).
+        value_coef: coefficient of the value loss.
+        entropy_coef: coefficient of the entropy bonus.
+        max_grad_norm: gradient-norm clip (0: off).
+        score_batch_size: turns per no-grad forward when scoring a rollout batch.
+        write_back: append synthetic rollouts to the synthetic env's replay buffer when it offers
+            ``add_trajectories``.
+        log_samples: episodes written to TensorBoard as text per iteration and validation.
+        save_dir: export the trained policy here (``save_pretrained``, model + tokenizer) at the end of fit.
+    """
+
+    def __init__(
+        self,
+        policy: LanguageModel,
+        schedule: Schedule,
+        estimator: AdvantageEstimator | None = None,
+        critic: Critic | None = None,
+        eval_env: EnvSpec | None = None,
+        collector: RolloutCollector | None = None,
+        curriculum: RewardVarianceCurriculum | None = None,
+        optimizer: OptimizerCallable = torch.optim.AdamW,
+        lr: float = 1e-5,
+        critic_lr: float = 1e-4,
+        tasks_per_batch: int = 4,
+        group_size: int = 8,
+        ppo_epochs: int = 1,
+        minibatches: int = 2,
+        clip_eps: float = 0.2,
+        value_clip_eps: float = 0.2,
+        kl_coef: float = 0.01,
+        value_coef: float = 0.5,
+        entropy_coef: float = 0.0,
+        max_grad_norm: float = 1.0,
+        score_batch_size: int = 16,
+        write_back: bool = True,
+        log_samples: int = 2,
+        save_dir: str | None = None,
+    ):
+        super().__init__()
+        self.automatic_optimization = False
+        self.estimator = estimator or GRPOAdvantage()
+        if self.estimator.needs_critic and critic is None:
+            raise ValueError(
+                f"estimator {self.estimator.name!r} needs a critic; set `model.init_args.critic` "
+                "(dreamgym.rl.critic.ValueHead or LMCritic), or use estimator dreamgym.rl.advantages.GRPOAdvantage"
+            )
+        if minibatches < 1 or ppo_epochs < 1 or group_size < 1 or tasks_per_batch < 1:
+            raise ValueError(
+                f"minibatches ({minibatches}), ppo_epochs ({ppo_epochs}), group_size ({group_size}) and "
+                f"tasks_per_batch ({tasks_per_batch}) must all be >= 1"
+            )
+        self.model, self.tokenizer = policy.build()
+        self.critic = critic
+        if critic is not None:
+            critic.bind(self.model)
+        ref = copy.deepcopy(self.model).eval().requires_grad_(False) if kl_coef > 0 else None
+        object.__setattr__(self, "ref_model", ref)  # frozen, outside the module tree and the optimizer
+        self.schedule, self.eval_env, self.curriculum = schedule, eval_env, curriculum
+        self.collector = collector or RolloutCollector()
+        self.optimizer_factory = optimizer
+        self.lr, self.critic_lr = lr, critic_lr
+        self.tasks_per_batch, self.group_size = tasks_per_batch, group_size
+        self.ppo_epochs, self.minibatches = ppo_epochs, minibatches
+        self.clip_eps, self.value_clip_eps = clip_eps, value_clip_eps
+        self.kl_coef, self.value_coef, self.entropy_coef = kl_coef, value_coef, entropy_coef
+        self.max_grad_norm, self.score_batch_size = max_grad_norm, score_batch_size
+        self.write_back, self.log_samples, self.save_dir = write_back, log_samples, save_dir
+        self._eval_envs: dict[str, Any] = {}  # plain dict: envs stay out of the module tree
+
+    # ------------------------------------------------------------------ setup
+    def configure_optimizers(self):
+        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": self.lr}]
+        if self.critic is not None:
+            own = [p for n, p in self.critic.named_parameters() if p.requires_grad]
+            groups.append({"params": own, "lr": self.critic_lr})
+        return self.optimizer_factory(groups)
+
+    def _ref(self):
+        if self.ref_model is not None and next(self.ref_model.parameters()).device != self.device:
+            self.ref_model.to(self.device)
+        return self.ref_model
+
+    def eval_env_instance(self):
+        """The held-out real env (built once)."""
+        if self.eval_env is None:
+            raise ValueError("PolicyRL.eval_env is not set; validation/test need the real env on the test split")
+        if "eval" not in self._eval_envs:
+            self._eval_envs["eval"] = self.eval_env.build()
+        return self._eval_envs["eval"]
+
+    # --------------------------------------------------------------- training
+    def training_step(self, batch: Any, batch_idx: int):
+        t0 = time.perf_counter()
+        world = max(1, self.trainer.world_size if self._trainer is not None else 1)
+        phase = self.schedule.next_phase(self.tasks_per_batch * self.group_size * world)
+        if phase is None:
+            self.trainer.should_stop = True
+            return None
+        tasks = self._pick_tasks(phase)
+        coll = self.collector.collect(
+            phase.env, self.model, self.tokenizer, tasks, self.group_size,
+            max_transitions=None if phase.max_transitions is None else phase.max_transitions // world,
+        )  # fmt: skip
+        self.schedule.record(phase, self._all_ranks_sum(coll.transitions))
+        extra = self._after_collect(phase, tasks, coll)
+        rollout = build_rollout_batch(coll.turns, self._pad_id()).to(self.device)
+        self._score(rollout)
+        self.estimator(rollout)
+        stats = self._optimize(rollout)
+        n_tok = int(rollout.attention_mask.sum())
+        metrics = {f"rollout/{k}": v for k, v in coll.metrics().items()}
+        metrics.update(stats)
+        metrics.update(extra)
+        metrics.update(
+            {
+                "data/real_transitions": float(self.schedule.real_transitions),
+                "data/synthetic_transitions": float(self.schedule.synthetic_transitions),
+                "data/is_real": float(phase.is_real),
+                "perf/tokens_per_s": coll.generated_tokens / max(coll.seconds, 1e-9),
+                "perf/train_tokens_per_s": n_tok * self.ppo_epochs / max(time.perf_counter() - t0 - coll.seconds, 1e-9),
+                "perf/iteration_s": time.perf_counter() - t0,
+            }
+        )
+        self.log("train/loss", metrics.pop("train/loss"), prog_bar=True, on_step=True, on_epoch=False, batch_size=1)
+        self.log_dict(metrics, on_step=True, on_epoch=False, prog_bar=False, batch_size=max(1, len(coll.episodes)))
+        self._log_text(f"samples/{phase.name}", coll)
+        return None
+
+    def _pick_tasks(self, phase) -> list[int]:
+        env = phase.env
+        rank, world = (self.global_rank, self.trainer.world_size) if self._trainer is not None else (0, 1)
+        if self.curriculum is not None and not phase.is_real:
+            tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
+        else:
+            gen = torch.Generator().manual_seed(int(self.schedule.iteration) * 7919 + 17)
+            tasks = torch.randint(env.num_tasks(), (self.tasks_per_batch * world,), generator=gen).tolist()
+        return tasks[rank * self.tasks_per_batch : (rank + 1) * self.tasks_per_batch]
+
+    def _after_collect(self, phase, tasks: list[int], coll: Collection) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if phase.is_real:
+            return out
+        if self.curriculum is not None:
+            groups: list[list[float]] = [[] for _ in tasks]
+            instr: list[str] = [""] * len(tasks)
+            for e in coll.episodes:
+                groups[e.group_id].append(e.reward)
+                instr[e.group_id] = e.instruction
+            out.update(self.curriculum.update(phase.env, tasks, groups, instr))
+        if self.write_back and hasattr(phase.env, "add_trajectories"):
+            env_name = getattr(phase.env, "env_name", "synthetic")
+            phase.env.add_trajectories([e.to_trajectory(env_name, "train", "synthetic") for e in coll.episodes])
+        return out
+
+    def _all_ranks_sum(self, value: int) -> int:
+        if self._trainer is None or self.trainer.world_size == 1:
+            return int(value)
+        t = torch.tensor(float(value), device=self.device)
+        return int(self.trainer.strategy.reduce(t, reduce_op="sum").item())
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer
+        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    @torch.no_grad()
+    def _score(self, rollout: RolloutBatch) -> None:
+        """Fill old/reference log-probs and (with a critic) old values, in chunks, without grad."""
+        was = self.model.training
+        self.model.eval()
+        ref = self._ref()
+        for s in range(0, rollout.batch_size[0], self.score_batch_size):
+            mb = rollout[s : s + self.score_batch_size]
+            out = self.model(
+                input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(),
+                output_hidden_states=self.critic is not None and self.critic.shares_backbone,
+            )  # fmt: skip
+            rollout.old_log_probs[s : s + self.score_batch_size] = token_log_probs(out.logits, mb.input_ids) * mb.action_mask
+            if ref is not None:
+                ref_logits = ref(input_ids=mb.input_ids, attention_mask=mb.attention_mask.long()).logits
+                rollout.ref_log_probs[s : s + self.score_batch_size] = token_log_probs(ref_logits, mb.input_ids) * mb.action_mask
+            if self.critic is not None:
+                hidden = out.hidden_states[-1] if self.critic.shares_backbone else None
+                rollout.old_values[s : s + self.score_batch_size] = self.critic.values(
+                    mb.input_ids, mb.attention_mask, mb.action_mask, hidden
+                )
+        self.model.train(was)
+
+    def policy_loss(self, mb: RolloutBatch) -> dict[str, torch.Tensor]:
+        """The combined loss of a minibatch and its parts (see module docstring)."""
+        shared = self.critic is not None and self.critic.shares_backbone
+        out = self.model(input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(), output_hidden_states=shared)
+        logp = token_log_probs(out.logits, mb.input_ids)
+        mask = mb.action_mask
+        adv = mb.advantages.unsqueeze(1).expand_as(logp)
+        parts = {"loss_policy": clipped_surrogate_loss(logp, mb.old_log_probs, adv, mask, self.clip_eps)}
+        loss = parts["loss_policy"]
+        if self.ref_model is not None:
+            parts["kl_ref"] = kl_k3(logp, mb.ref_log_probs, mask)
+            loss = loss + self.kl_coef * parts["kl_ref"]
+        if self.entropy_coef > 0:
+            parts["entropy"] = entropy_from_logits(out.logits, mask)
+            loss = loss - self.entropy_coef * parts["entropy"]
+        else:
+            with torch.no_grad():
+                parts["entropy"] = entropy_from_logits(out.logits, mask)
+        if self.critic is not None:
+            hidden = out.hidden_states[-1] if shared else None
+            values = self.critic.values(mb.input_ids, mb.attention_mask, mb.action_mask, hidden)
+            parts["loss_value"] = clipped_value_loss(values, mb.old_values, mb.returns, self.value_clip_eps)
+            loss = loss + self.value_coef * parts["loss_value"]
+        with torch.no_grad():
+            parts["approx_kl"] = approx_kl(logp, mb.old_log_probs, mask)
+            parts["clipfrac"] = clip_fraction(logp, mb.old_log_probs, mask, self.clip_eps)
+        parts["loss"] = loss
+        return parts
+
+    def _optimize(self, rollout: RolloutBatch) -> dict[str, float]:
+        opt = self.optimizers()
+        n = rollout.batch_size[0]
+        sums: dict[str, float] = {}
+        steps = 0
+        for _ in range(self.ppo_epochs):
+            perm = torch.randperm(n, device=rollout.device)
+            for idx in torch.tensor_split(perm, self.minibatches):
+                mb = rollout[idx] if idx.numel() else rollout[perm[:1]]
+                parts = self.policy_loss(mb)
+                opt.zero_grad()
+                self.manual_backward(parts["loss"])
+                if self.max_grad_norm > 0:
+                    self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm")
+                opt.step()
+                for k, v in parts.items():
+                    sums[k] = sums.get(k, 0.0) + float(v.detach())
+                steps += 1
+        out = {f"train/{k}": v / steps for k, v in sums.items()}
+        out["train/advantage_abs_mean"] = float(rollout.advantages.abs().mean())
+        return out
+
+    # ------------------------------------------------------------- evaluation
+    def _evaluate(self, tasks: list[int], prefix: str) -> None:
+        coll = self.collector.collect(self.eval_env_instance(), self.model, self.tokenizer, list(tasks), 1, greedy=True)
+        for k, v in coll.metrics().items():
+            if k != "reward_mean":
+                self.log(f"{prefix}/{k}", v, on_step=False, on_epoch=True, batch_size=len(coll.episodes), sync_dist=True)
+        if not getattr(self, "_logged_eval_text", False):
+            self._log_text(f"samples/{prefix}", coll)
+            self._logged_eval_text = True
+
+    def on_validation_epoch_start(self) -> None:
+        self._logged_eval_text = False
+
+    on_test_epoch_start = on_validation_epoch_start
+
+    def validation_step(self, batch: list[int], batch_idx: int) -> None:
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch: list[int], batch_idx: int) -> None:
+        self._evaluate(batch, "test")
+
+    # ------------------------------------------------------------ checkpoints
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state: dict[str, Any] = {"schedule": self.schedule.state_dict()}
+        if self.curriculum is not None:
+            state["curriculum"] = self.curriculum.state_dict()
+        buffers = {}
+        for name, env in self.schedule._envs.items():
+            if hasattr(env, "buffer_state_dict"):
+                buffers[name] = env.buffer_state_dict()
+        state["replay_buffers"] = buffers
+        checkpoint["dreamgym_rl"] = state
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get("dreamgym_rl")
+        if state is None:
+            return
+        self.schedule.load_state_dict(state["schedule"])
+        if self.curriculum is not None and "curriculum" in state:
+            self.curriculum.load_state_dict(state["curriculum"])
+        for name, buf in state.get("replay_buffers", {}).items():
+            env = self.schedule.env(name)
+            if hasattr(env, "load_buffer_state_dict"):
+                env.load_buffer_state_dict(buf)
+
+    def on_fit_end(self) -> None:
+        if self.save_dir and self.trainer.is_global_zero:
+            self.model.save_pretrained(self.save_dir)
+            self.tokenizer.save_pretrained(self.save_dir)
+
+    # ----------------------------------------------------------------- logging
+    def _log_text(self, tag: str, coll: Collection) -> None:
+        exp = getattr(self.logger, "experiment", None) if self._trainer is not None else None
+        if exp is None or not hasattr(exp, "add_text") or self.log_samples <= 0:
+            return
+        lines = []
+        for e in coll.episodes[: self.log_samples]:
+            lines.append(f"**task {e.task_index}** {e.instruction}  \nreward {e.reward:g}, success {e.success}")
+            for i, a in enumerate(e.actions):
+                lines.append(f"- state: `{e.states[i][:300]}`  \n  action: `{a}` (reward {e.rewards[i]:g})")
+        exp.add_text(tag, "\n".join(lines), self.global_step)

@@ -1,0 +1,73 @@
+"""Multi-turn batched collection through a TextEnvBase env into the rollout schema."""
+
+import pytest
+from rl_toy import LetterEnv, make_toy_tokenizer
+
+from dreamgym.modeling import LanguageModel
+from dreamgym.modeling.policy_format import PolicyFormat
+from dreamgym.rl.collector import RolloutCollector
+from dreamgym.rl.rollout import build_rollout_batch
+
+
+@pytest.fixture(scope="module")
+def toy_lm(tmp_path_factory):
+    path = make_toy_tokenizer(tmp_path_factory.mktemp("tok"))
+    return LanguageModel(preset="tiny", tokenizer_path=path, max_positions=512).build()
+
+
+def test_collect_groups_and_counts(toy_lm):
+    model, tok = toy_lm
+    env = LetterEnv(batch_size=[3], max_steps=3)  # fewer slots than episodes: slots get refilled
+    col = RolloutCollector(max_new_tokens=6, max_prompt_tokens=200)
+    out = col.collect(env, model, tok, task_indices=[0, 5], group_size=4)
+    assert len(out.episodes) == 8
+    assert [e.group_id for e in out.episodes] == [0] * 4 + [1] * 4
+    assert {e.task_index for e in out.episodes} == {0, 5}
+    assert all(e.instruction.endswith("letter " + "eaotisnr"[e.task_index]) for e in out.episodes)
+    # every env step was counted exactly once and became one turn
+    assert out.transitions == len(out.turns) == sum(len(e.actions) for e in out.episodes)
+    assert all(1 <= len(e.actions) <= 3 for e in out.episodes)
+    # turns ordered by episode then step; the last turn of each episode is done
+    batch = build_rollout_batch(out.turns, pad_id=tok.pad_token_id)
+    ep, turn = batch.episode_id.tolist(), batch.turn.tolist()
+    assert ep == sorted(ep)
+    for i in range(len(ep)):
+        last = i == len(ep) - 1 or ep[i + 1] != ep[i]
+        assert bool(batch.dones[i]) == last
+        if not last:
+            assert turn[i + 1] == turn[i] + 1
+    # the action mask covers exactly the response tokens
+    for i, t in enumerate(out.turns):
+        assert batch.action_mask[i].sum().item() == len(t.response_ids)
+        assert not batch.action_mask[i, : len(t.prompt_ids)].any()
+    m = out.metrics()
+    assert set(m) == {"reward_mean", "success_rate", "score_mean", "steps_mean", "invalid_rate"}
+    traj = out.episodes[0].to_trajectory("letters", "train", "synthetic")
+    assert len(traj.transitions) == len(out.episodes[0].actions) and traj.transitions[-1].done
+
+
+def test_budget_cap_is_never_exceeded(toy_lm):
+    model, tok = toy_lm
+    env = LetterEnv(batch_size=[4], max_steps=5)
+    out = RolloutCollector(max_new_tokens=4).collect(env, model, tok, [1, 2], group_size=4, max_transitions=6)
+    assert out.transitions <= 6
+    assert all(e.actions for e in out.episodes)
+    assert out.turns[-1].done
+
+
+def test_greedy_is_deterministic(toy_lm):
+    model, tok = toy_lm
+    col = RolloutCollector(max_new_tokens=5)
+    a = col.collect(LetterEnv(batch_size=[2], max_steps=2), model, tok, [0, 1], greedy=True)
+    b = col.collect(LetterEnv(batch_size=[2], max_steps=2), model, tok, [0, 1], greedy=True)
+    assert [e.actions for e in a.episodes] == [e.actions for e in b.episodes]
+
+
+def test_policy_format_round_trip():
+    fmt = PolicyFormat(history_window=1, think=True)
+    p = fmt.prompt("buy shoes", "search page", ["search[...]"], [("s0", "a0"), ("s1", "a1")])
+    assert "s1" in p and "s0" not in p and p.endswith("Action:")
+    assert fmt.parse(fmt.target("click[buy now]", "it matches")).action == "click[buy now]"
+    assert fmt.parse(" Action: search[red shoes]\nmore").action == "search[red shoes]"
+    bad = fmt.parse("<think>never closed")
+    assert not bad.ok

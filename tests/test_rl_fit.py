@@ -1,0 +1,118 @@
+"""End-to-end PPO/GRPO fits on the toy env (tiny preset): parameters move, frozen ones do not, metrics,
+counters, budget, resume."""
+
+import lightning as L
+import pytest
+import torch
+from rl_toy import make_toy_tokenizer
+
+from datamodules.rollouts import RolloutDataModule
+from dreamgym.modeling import LanguageModel
+from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage
+from dreamgym.rl.collector import RolloutCollector
+from dreamgym.rl.critic import ValueHead
+from dreamgym.rl.env_specs import EnvSpec
+from dreamgym.rl.schedules import RealSchedule, Sim2RealSchedule, SyntheticSchedule
+from models.policy_rl import PolicyRL
+
+
+@pytest.fixture(scope="module")
+def toy_policy(tmp_path_factory):
+    path = make_toy_tokenizer(tmp_path_factory.mktemp("tok"))
+    return LanguageModel(preset="tiny", tokenizer_path=path, max_positions=512)
+
+
+def _spec(split="train", max_steps=2):
+    return EnvSpec("letters", split=split, batch_size=4, max_steps=max_steps)
+
+
+def _module(policy, schedule, **kw):
+    kw.setdefault("estimator", GRPOAdvantage())
+    return PolicyRL(
+        policy=policy, schedule=schedule, eval_env=_spec("test"), lr=1e-3, tasks_per_batch=2, group_size=2,
+        minibatches=2, collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=128), **kw,
+    )  # fmt: skip
+
+
+def _trainer(tmp_path, **kw):
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers import CSVLogger
+
+    kw.setdefault("max_steps", -1)
+    return L.Trainer(
+        accelerator="cpu", devices=1, default_root_dir=str(tmp_path), logger=CSVLogger(str(tmp_path)),
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=1,
+        val_check_interval=2, check_val_every_n_epoch=None, log_every_n_steps=1,
+        callbacks=[ModelCheckpoint(dirpath=str(tmp_path / "ckpt"), save_last=True, every_n_train_steps=1)], **kw,
+    )  # fmt: skip
+
+
+def _snapshot(module):
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def _changed(before, module):
+    return any(not torch.equal(before[k], v) for k, v in module.state_dict().items() if k in before)
+
+
+def _metrics(tmp_path):
+    import csv
+    import glob
+
+    rows = []
+    for f in glob.glob(str(tmp_path / "lightning_logs" / "*" / "metrics.csv")):
+        rows += list(csv.DictReader(open(f)))
+    return rows
+
+
+@pytest.mark.slow
+def test_grpo_synthetic_schedule_trains_policy_not_reference(toy_policy, tmp_path):
+    module = _module(toy_policy, SyntheticSchedule(_spec(), iterations=3))
+    before, ref_before = _snapshot(module.model), _snapshot(module.ref_model)
+    _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
+    assert _changed(before, module.model), "trainable policy parameters did not change"
+    assert not _changed(ref_before, module.ref_model), "the reference policy changed"
+    assert all(not p.requires_grad for p in module.ref_model.parameters())
+    assert "ref_model" not in dict(module.named_children())
+    opt_params = {id(p) for g in module.optimizers().optimizer.param_groups for p in g["params"]}
+    assert not opt_params & {id(p) for p in module.ref_model.parameters()}
+    assert module.schedule.iteration == 3 and module.schedule.real_transitions == 0
+    assert module.schedule.synthetic_transitions > 0
+    rows = _metrics(tmp_path)
+    keys = set().union(*[{k for k, v in r.items() if v} for r in rows])
+    for k in ("train/loss", "train/loss_policy", "train/kl_ref", "train/approx_kl", "train/clipfrac", "train/entropy",
+              "rollout/reward_mean", "rollout/success_rate", "data/real_transitions", "data/synthetic_transitions",
+              "perf/tokens_per_s", "val/success_rate", "val/score_mean", "val/steps_mean", "val/invalid_rate"):  # fmt: skip
+        assert k in keys, k
+
+
+@pytest.mark.slow
+def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
+    # worst case per batch: 2 tasks x 2 episodes x 2 steps = 8 transitions; budget 20 -> at most 2 batches
+    schedule = RealSchedule(_spec(), budget=20)
+    module = _module(toy_policy, schedule, estimator=GAEAdvantage(), critic=ValueHead())
+    head_before = module.critic.head.weight.detach().clone()
+    _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
+    assert 0 < schedule.real_transitions <= 20 and schedule.iteration == 2
+    assert not torch.equal(head_before, module.critic.head.weight)
+    rows = _metrics(tmp_path)
+    assert any(r.get("train/loss_value") for r in rows)
+    # resume from the last checkpoint with a larger budget: counters come back, then continue
+    schedule2 = RealSchedule(_spec(), budget=28)
+    module2 = _module(toy_policy, schedule2, estimator=GAEAdvantage(), critic=ValueHead())
+    _trainer(tmp_path / "resume").fit(
+        module2, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2), ckpt_path=str(tmp_path / "ckpt" / "last.ckpt")
+    )
+    assert schedule2.iteration == 3 and schedule.real_transitions < schedule2.real_transitions <= 28
+
+
+@pytest.mark.slow
+def test_sim2real_switches_phase_and_counts_both(toy_policy, tmp_path):
+    schedule = Sim2RealSchedule(_spec(), _spec(), synthetic_iterations=1, real_budget=8)
+    module = _module(toy_policy, schedule)
+    _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
+    assert schedule.iteration == 2
+    assert schedule.synthetic_transitions > 0 and 0 < schedule.real_transitions <= 8
+    rows = _metrics(tmp_path)
+    real = [float(r["data/real_transitions"]) for r in rows if r.get("data/real_transitions")]
+    assert real[0] == 0 and real[-1] == schedule.real_transitions
