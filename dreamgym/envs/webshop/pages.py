@@ -287,7 +287,7 @@ def infer_available_actions(state: str) -> list[str]:
             elif line.startswith("[product] "):
                 products.append(line[len("[product] "):].split(" | ")[0].strip().lower())
             elif line.startswith("[option ") and "] " in line:
-                for v in line.split("] ", 1)[1].split(" ; "):
+                for v in line.split("] ", 1)[1].rstrip(" ;").split(" ; "):
                     v = v.strip()
                     v = v[: -len(SELECTED)].rstrip() if v.endswith(SELECTED) else v
                     options.append(v.lower())
