@@ -8,13 +8,16 @@ variations join a pool of generated tasks; otherwise the seeds themselves are re
 at most a share ``lam`` of its tasks from that pool (``lam`` caps the synthetic-task share); the rest
 are drawn uniformly from the env's original tasks.
 
-Env hooks used when present (duck typing, both required):
-    ``env.propose_task_variations(instructions: list[str], n: int) -> list[str]``: ``n`` variations each.
-    ``env.add_tasks(instructions: list[str]) -> list[int]``: register tasks, return their indices.
+Hooks used when present (duck typing; the synthetic env :class:`dreamgym.envs.synthetic.SyntheticEnv`):
+    ``env.experience.vary_task(instructions) -> list[str | None]``: one variation per instruction
+    (``None`` when unusable), written by the experience model's backbone;
+    ``env.tasks`` (task records with ``task_id``/``instruction`` fields) and ``env.add_tasks(tasks)``.
+A variation copies its seed task record (same initial state and action types) with the new instruction.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -59,7 +62,7 @@ class RewardVarianceCurriculum:
         fresh = self.rng.choice(self.base_tasks, size=n_tasks - n_pool, replace=n_tasks - n_pool > self.base_tasks)
         return picked + [int(t) for t in fresh]
 
-    def update(self, env: Any, task_indices: list[int], group_rewards: list[list[float]], instructions: list[str] | None = None) -> dict[str, float]:
+    def update(self, env: Any, task_indices: list[int], group_rewards: list[list[float]]) -> dict[str, float]:
         """Score each task's group, pick seeds (``V > 0``), vary them if the env can; return metrics."""
         values = [task_variance(r) for r in group_rewards]
         self.last_values = dict(zip(task_indices, values, strict=True))
@@ -68,11 +71,10 @@ class RewardVarianceCurriculum:
         added = 0
         if seeds and self.lam > 0:
             new = [task_indices[i] for i in seeds]
-            can_vary = hasattr(env, "propose_task_variations") and hasattr(env, "add_tasks")
-            if can_vary and instructions is not None and self.variations_per_seed > 0:
-                texts = env.propose_task_variations([instructions[i] for i in seeds], self.variations_per_seed)
-                new = [int(t) for t in env.add_tasks(list(texts))] if texts else new
-                added = len(new)
+            if self.variations_per_seed > 0:
+                varied = _vary_tasks(env, new, self.variations_per_seed)
+                if varied:
+                    new, added = varied, len(varied)
             self.pool = (self.pool + [t for t in new if t not in self.pool])[-self.pool_size :]
         return {
             "curriculum/task_value_mean": float(np.mean(values)) if values else 0.0,
@@ -88,3 +90,22 @@ class RewardVarianceCurriculum:
         self.pool = [int(t) for t in state["pool"]]
         self.base_tasks = state["base_tasks"]
         self.rng.bit_generator.state = state["rng"]
+
+
+def _vary_tasks(env: Any, seeds: list[int], n: int) -> list[int]:
+    """Ask the env's experience model for ``n`` variations of each seed task; add them; return indices."""
+    exp = getattr(env, "experience", None)
+    if exp is None or not hasattr(exp, "vary_task") or not hasattr(env, "add_tasks") or not hasattr(env, "tasks"):
+        return []
+    records = [env.tasks[i] for i in seeds for _ in range(n)]
+    texts = exp.vary_task([r.instruction for r in records])
+    start = len(env.tasks)
+    new = [
+        dataclasses.replace(r, task_id=f"{r.task_id}-var{start + j}", instruction=t.strip())
+        for j, (r, t) in enumerate(zip(records, texts, strict=True))
+        if t and t.strip()
+    ]
+    if not new:
+        return []
+    env.add_tasks(new)
+    return list(range(start, start + len(new)))

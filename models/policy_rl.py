@@ -74,8 +74,6 @@ class PolicyRL(L.LightningModule):
         entropy_coef: coefficient of the entropy bonus.
         max_grad_norm: gradient-norm clip (0: off).
         score_batch_size: turns per no-grad forward when scoring a rollout batch.
-        write_back: append synthetic rollouts to the synthetic env's replay buffer when it offers
-            ``add_trajectories``.
         log_samples: episodes written to TensorBoard as text per iteration and validation.
         save_dir: export the trained policy here (``save_pretrained``, model + tokenizer) at the end of fit.
     """
@@ -103,7 +101,6 @@ class PolicyRL(L.LightningModule):
         entropy_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         score_batch_size: int = 16,
-        write_back: bool = True,
         log_samples: int = 2,
         save_dir: str | None = None,
     ):
@@ -135,7 +132,7 @@ class PolicyRL(L.LightningModule):
         self.clip_eps, self.value_clip_eps = clip_eps, value_clip_eps
         self.kl_coef, self.value_coef, self.entropy_coef = kl_coef, value_coef, entropy_coef
         self.max_grad_norm, self.score_batch_size = max_grad_norm, score_batch_size
-        self.write_back, self.log_samples, self.save_dir = write_back, log_samples, save_dir
+        self.log_samples, self.save_dir = log_samples, save_dir
         self._eval_envs: dict[str, Any] = {}  # plain dict: envs stay out of the module tree
 
     # ------------------------------------------------------------------ setup
@@ -208,20 +205,13 @@ class PolicyRL(L.LightningModule):
         return tasks[rank * self.tasks_per_batch : (rank + 1) * self.tasks_per_batch]
 
     def _after_collect(self, phase, tasks: list[int], coll: Collection) -> dict[str, float]:
-        out: dict[str, float] = {}
-        if phase.is_real:
-            return out
-        if self.curriculum is not None:
-            groups: list[list[float]] = [[] for _ in tasks]
-            instr: list[str] = [""] * len(tasks)
-            for e in coll.episodes:
-                groups[e.group_id].append(e.reward)
-                instr[e.group_id] = e.instruction
-            out.update(self.curriculum.update(phase.env, tasks, groups, instr))
-        if self.write_back and hasattr(phase.env, "add_trajectories"):
-            env_name = getattr(phase.env, "env_name", "synthetic")
-            phase.env.add_trajectories([e.to_trajectory(env_name, "train", "synthetic") for e in coll.episodes])
-        return out
+        """Curriculum update from this batch's group rewards (synthetic batches only)."""
+        if phase.is_real or self.curriculum is None:
+            return {}
+        groups: list[list[float]] = [[] for _ in tasks]
+        for e in coll.episodes:
+            groups[e.group_id].append(e.reward)
+        return self.curriculum.update(phase.env, tasks, groups)
 
     def _all_ranks_sum(self, value: int) -> int:
         if self._trainer is None or self.trainer.world_size == 1:
@@ -333,11 +323,9 @@ class PolicyRL(L.LightningModule):
         state: dict[str, Any] = {"schedule": self.schedule.state_dict()}
         if self.curriculum is not None:
             state["curriculum"] = self.curriculum.state_dict()
-        buffers = {}
-        for name, env in self.schedule._envs.items():
-            if hasattr(env, "buffer_state_dict"):
-                buffers[name] = env.buffer_state_dict()
-        state["replay_buffers"] = buffers
+        state["replay_buffers"] = {
+            name: buf.state_dict() for name, env in self.schedule._envs.items() if (buf := _written_buffer(env)) is not None
+        }
         checkpoint["dreamgym_rl"] = state
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -347,10 +335,10 @@ class PolicyRL(L.LightningModule):
         self.schedule.load_state_dict(state["schedule"])
         if self.curriculum is not None and "curriculum" in state:
             self.curriculum.load_state_dict(state["curriculum"])
-        for name, buf in state.get("replay_buffers", {}).items():
-            env = self.schedule.env(name)
-            if hasattr(env, "load_buffer_state_dict"):
-                env.load_buffer_state_dict(buf)
+        for name, buf_state in state.get("replay_buffers", {}).items():
+            buf = _written_buffer(self.schedule.env(name))
+            if buf is not None:
+                buf.load_state_dict(buf_state)
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
@@ -368,3 +356,10 @@ class PolicyRL(L.LightningModule):
             for i, a in enumerate(e.actions):
                 lines.append(f"- state: `{e.states[i][:300]}`  \n  action: `{a}` (reward {e.rewards[i]:g})")
         exp.add_text(tag, "\n".join(lines), self.global_step)
+
+
+def _written_buffer(env: Any):
+    """The replay buffer a synthetic env writes its transitions back to, if any."""
+    if not getattr(env, "write_back", False):
+        return None
+    return getattr(getattr(env, "experience", None), "buffer", None)

@@ -7,6 +7,7 @@ import torch
 from rl_toy import make_toy_tokenizer
 
 from datamodules.rollouts import RolloutDataModule
+from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.modeling import LanguageModel
 from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage
 from dreamgym.rl.collector import RolloutCollector
@@ -67,7 +68,7 @@ def _metrics(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_synthetic_schedule_trains_policy_not_reference(toy_policy, tmp_path):
-    module = _module(toy_policy, SyntheticSchedule(_spec(), iterations=3))
+    module = _module(toy_policy, SyntheticSchedule(_spec(), iterations=3), curriculum=RewardVarianceCurriculum(lam=0.5))
     before, ref_before = _snapshot(module.model), _snapshot(module.ref_model)
     _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
     assert _changed(before, module.model), "trainable policy parameters did not change"

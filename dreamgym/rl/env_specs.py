@@ -58,11 +58,12 @@ class SyntheticEnvSpec(EnvSpec):
         checkpoint: directory of the exported experience model (``export_dir`` of
             ``configs/webshop_experience_sft.yaml``).
         real_env: registry name of the real env whose tasks and action rules it imitates.
-        split: task split (instructions come from the real env's split).
+        split: kept for symmetry; the synthetic env's task pool is the real env's train tasks.
         batch_size: parallel episode slots (one batched experience-model generation per step).
         max_steps: step limit per episode.
         seed: task-sampling seed.
-        kwargs: extra keyword arguments for ``SyntheticEnv.from_checkpoint``.
+        kwargs: extra keyword arguments for ``SyntheticEnv.from_checkpoint`` (``tasks``, ``write_back``,
+            ``max_new_tokens``, ``batch_size`` of generation, ``do_sample``, ``temperature``).
     """
 
     is_real = False
@@ -91,5 +92,5 @@ class SyntheticEnvSpec(EnvSpec):
 
         return SyntheticEnv.from_checkpoint(
             self.checkpoint, real_env=self.real_env, batch_size=[self.batch_size], max_steps=self.max_steps,
-            split=self.split, seed=self.seed, **self.kwargs,
+            seed=self.seed, **self.kwargs,
         )  # fmt: skip
