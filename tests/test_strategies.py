@@ -1,0 +1,288 @@
+"""Training strategies on CPU: DDP (gloo, 2 processes) and DeepSpeed ZeRO-2/3 via ``CPUDeepSpeedStrategy``.
+
+Multi-process runs go through the real CLI in a subprocess (``python -m dreamgym fit --config
+configs/strategies/X.yaml`` with CPU overrides), so Lightning's launcher and DeepSpeed's process group
+never touch the pytest process. The model is :class:`ToyPolicy`, a LightningModule shaped like our RL
+module: manual optimisation, one optimizer, several minibatch updates per ``training_step``, gradient
+clipping by norm, and a frozen reference network. The subprocesses import it from this file
+(``PYTHONPATH=tests``, ``class_path: test_strategies.ToyPolicy``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from lightning.pytorch import LightningDataModule, LightningModule
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+REPO = Path(__file__).resolve().parents[1]
+STRATEGY_CONFIGS = sorted((REPO / "configs" / "strategies").glob("*.yaml"))
+CPU_OVERRIDES = ["--trainer.accelerator", "cpu", "--trainer.precision", "32-true"]
+SUBPROCESS_TIMEOUT_S = 300
+
+
+class ToyPolicy(LightningModule):
+    """A tiny regressor trained like PolicyRL: manual optimisation, one SGD optimizer, ``updates`` minibatch
+    steps per batch, gradient clipping by norm, and a frozen reference net used in the loss (a KL stand-in).
+
+    Args:
+        updates: optimizer steps per ``training_step`` (PPO-style minibatches).
+        lr: SGD learning rate (plain SGD: each clipped step moves the parameters by at most ``lr * clip_norm``).
+        clip_norm: gradient norm clip; ``clip_gradients`` under DDP, the DeepSpeed config's ``gradient_clipping``
+            under DeepSpeed (where ``clip_gradients`` is a no-op).
+        seed: initialisation seed, so a test can rebuild the initial parameters.
+    """
+
+    def __init__(self, updates: int = 2, lr: float = 0.1, clip_norm: float = 1.0, seed: int = 0):
+        super().__init__()
+        self.automatic_optimization = False
+        self.updates, self.lr, self.clip_norm = updates, lr, clip_norm
+        torch.manual_seed(seed)
+        self.net = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+        self.ref = nn.Linear(4, 1)
+        self.ref.requires_grad_(False)
+        self._first_step: int | None = None
+
+    def training_step(self, batch, batch_idx):
+        if self._first_step is None:
+            self._first_step = int(self.global_step)
+        opt = self.optimizers()
+        x, y = batch
+        for xs, ys in zip(x.chunk(self.updates), y.chunk(self.updates), strict=True):
+            pred = self.net(xs)
+            loss = (pred - ys).pow(2).mean() + 0.01 * (pred - self.ref(xs)).pow(2).mean()
+            opt.zero_grad()
+            self.manual_backward(loss)
+            self.clip_gradients(opt, gradient_clip_val=self.clip_norm, gradient_clip_algorithm="norm")
+            opt.step()
+        self.log("train/loss", loss.detach())
+
+    def configure_optimizers(self):
+        return torch.optim.SGD([p for p in self.parameters() if p.requires_grad], lr=self.lr)
+
+    def on_train_end(self):
+        """Write ``rank<r>.json`` (steps, world size) and, unless ZeRO-3 shards them, ``rank<r>.pt`` (params)."""
+        out = Path(self.trainer.default_root_dir)
+        rank = self.trainer.global_rank
+        info = dict(
+            first_step=self._first_step,
+            global_step=int(self.trainer.global_step),
+            world_size=self.trainer.world_size,
+        )
+        (out / f"rank{rank}.json").write_text(json.dumps(info))
+        if not getattr(self.trainer.strategy, "zero_stage_3", False):
+            torch.save({k: v.detach().clone() for k, v in self.state_dict().items()}, out / f"rank{rank}.pt")
+
+
+class ToyData(LightningDataModule):
+    """Random regression data ``y = scale * sum(x)`` (a large ``scale`` makes every gradient exceed the clip norm)."""
+
+    def __init__(self, n: int = 96, batch_size: int = 8, scale: float = 100.0):
+        super().__init__()
+        self.n, self.batch_size, self.scale = n, batch_size, scale
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(self.n, 4, generator=g)
+        return DataLoader(TensorDataset(x, self.scale * x.sum(1, keepdim=True)), batch_size=self.batch_size)
+
+
+def _fit(tmp_path: Path, *args: str, timeout: int = SUBPROCESS_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """Run ``python -m dreamgym fit`` on ToyPolicy/ToyData in a subprocess; fail with its output on error."""
+    cmd = [
+        sys.executable, "-m", "dreamgym", "fit",
+        "--model", "test_strategies.ToyPolicy", "--data", "test_strategies.ToyData",
+        "--trainer.default_root_dir", str(tmp_path), "--trainer.logger", "false",
+        "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+        *args,
+    ]  # fmt: skip
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]), CUDA_VISIBLE_DEVICES=""
+    )
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", DS_ACCELERATOR="cpu", PYTHONWARNINGS="ignore")
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (
+        f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
+    )
+    return proc
+
+
+def _initial_params() -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in ToyPolicy().state_dict().items()}
+
+
+def _net_delta(params: dict[str, torch.Tensor], init: dict[str, torch.Tensor]) -> float:
+    return float(
+        torch.sqrt(sum(((params[k].float() - init[k]) ** 2).sum() for k in init if k.startswith("net.")))
+    )
+
+
+def _assert_trained_and_clipped(
+    params: dict[str, torch.Tensor], n_updates: int, lr: float = 0.1, clip: float = 1.0
+):
+    """Trainable params moved, by at most ``n_updates * lr * clip`` (so clipping was applied); ``ref`` did not move."""
+    init = _initial_params()
+    delta = _net_delta(params, init)
+    assert delta > 0.5 * lr * clip, f"trainable parameters barely moved (|delta|={delta:.4f})"
+    assert delta <= n_updates * lr * clip * 1.001, (
+        f"|delta|={delta:.3f} exceeds {n_updates} clipped SGD steps: no clipping"
+    )
+    for k in init:
+        if k.startswith("ref."):
+            assert torch.equal(params[k].float(), init[k]), f"frozen {k} changed"
+
+
+# ---------------------------------------------------------------- fast, in-process
+
+
+def test_cpu_deepspeed_names_are_registered_for_trainer_strategy():
+    from lightning.pytorch import Trainer
+
+    from dreamgym.strategies import CPU_DEEPSPEED_NAMES, CPUDeepSpeedStrategy
+
+    assert set(CPU_DEEPSPEED_NAMES) == {"deepspeed_cpu", "deepspeed_cpu_stage_2", "deepspeed_cpu_stage_3"}
+    trainer = Trainer(accelerator="cpu", devices=1, strategy="deepspeed_cpu_stage_3", logger=False)
+    assert isinstance(trainer.strategy, CPUDeepSpeedStrategy)
+    assert trainer.strategy.zero_stage_3
+    assert trainer.strategy.root_device == torch.device("cpu", 0)
+    assert trainer.strategy.process_group_backend == "gloo"
+    # Lightning's own names still give Lightning's strategy (not overwritten by ours)
+    from lightning.pytorch.strategies import StrategyRegistry
+
+    assert StrategyRegistry["deepspeed_stage_2"]["strategy"] is not CPUDeepSpeedStrategy
+
+
+def test_cpu_deepspeed_rejects_nccl_with_a_fix():
+    from dreamgym.strategies import CPUDeepSpeedStrategy
+
+    with pytest.raises(ValueError, match="process_group_backend='nccl'.*gloo"):
+        CPUDeepSpeedStrategy(process_group_backend="nccl")
+
+
+def test_skip_shm_build_replaces_builder_once():
+    from dreamgym.strategies import skip_deepspeed_shm_build
+
+    skip_deepspeed_shm_build()  # `deepspeed.comm.torch` as an attribute is the torch package itself
+    assert sys.modules["deepspeed.comm.torch"].build_shm_op() is None
+    assert skip_deepspeed_shm_build() is False
+
+
+def test_deepspeed_checkpoint_files_names_the_problem(tmp_path):
+    from dreamgym.strategies import deepspeed_checkpoint_files
+
+    with pytest.raises(FileNotFoundError, match="not a DeepSpeed checkpoint"):
+        deepspeed_checkpoint_files(tmp_path / "last.ckpt")
+
+
+@pytest.mark.parametrize("path", STRATEGY_CONFIGS, ids=lambda p: p.stem)
+def test_strategy_snippet_is_a_trainer_only_gpu_config(path):
+    """Each snippet only touches ``trainer``, targets GPUs in bf16, and builds its strategy on any machine."""
+    import importlib
+
+    cfg = yaml.safe_load(path.read_text())
+    assert set(cfg) == {"trainer"}, f"{path.name} must only set trainer options, got {sorted(cfg)}"
+    trainer = cfg["trainer"]
+    assert trainer["accelerator"] == "gpu" and trainer["precision"] == "bf16-mixed"
+    module, _, name = trainer["strategy"]["class_path"].rpartition(".")
+    strategy = getattr(importlib.import_module(module), name)(**trainer["strategy"]["init_args"])
+    if "deepspeed" in path.stem:
+        ds = strategy.config
+        stage = int(path.stem[-1])
+        assert ds["zero_optimization"]["stage"] == stage
+        assert (
+            "offload_optimizer" not in ds["zero_optimization"]
+            and "offload_param" not in ds["zero_optimization"]
+        )
+        assert ds["gradient_clipping"] > 0, "manual optimisation: DeepSpeed must clip (Lightning cannot)"
+        assert "gradient_accumulation_steps" not in ds, (
+            "Lightning sets it from trainer.accumulate_grad_batches"
+        )
+    else:
+        assert strategy.process_group_backend == "nccl"
+
+
+def test_all_strategy_snippets_exist():
+    assert {p.stem for p in STRATEGY_CONFIGS} >= {"ddp", "deepspeed_zero2", "deepspeed_zero3"}
+
+
+# ---------------------------------------------------------------- multi-process, through the CLI
+
+
+@pytest.mark.slow
+def test_ddp_two_cpu_processes_keep_replicas_in_sync(tmp_path):
+    """configs/strategies/ddp.yaml on 2 CPU processes (gloo): every minibatch update is synchronised."""
+    _fit(
+        tmp_path,
+        "--config", "configs/strategies/ddp.yaml", *CPU_OVERRIDES,
+        "--trainer.devices", "2", "--trainer.strategy.init_args.process_group_backend", "gloo",
+        "--trainer.max_steps", "4",  # with manual optimisation, steps count optimizer steps: 2 batches here
+    )  # fmt: skip
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert all(r["world_size"] == 2 and r["global_step"] == 4 for r in ranks), ranks
+    p0, p1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    for k in p0:
+        assert torch.allclose(p0[k], p1[k], atol=1e-6), f"DDP replicas diverged on {k}"
+    _assert_trained_and_clipped(p0, n_updates=4)
+    assert list((tmp_path / "checkpoints").glob("*.ckpt")), "no checkpoint written"
+
+
+@pytest.mark.slow
+def test_deepspeed_zero2_two_cpu_processes_checkpoint_and_resume(tmp_path):
+    """configs/strategies/deepspeed_zero2.yaml with the CPU strategy swapped in: 2 ranks, sharded
+    optimizer checkpoint, consolidation to one fp32 file, then resume from the DeepSpeed checkpoint."""
+    from dreamgym.strategies import consolidate_deepspeed_checkpoint, deepspeed_checkpoint_files
+
+    common = [
+        "--config", "configs/strategies/deepspeed_zero2.yaml", *CPU_OVERRIDES,
+        "--trainer.strategy.class_path", "dreamgym.strategies.CPUDeepSpeedStrategy", "--trainer.devices", "2",
+    ]  # fmt: skip
+    _fit(tmp_path, *common, "--trainer.max_steps", "4")
+    (ckpt,) = (tmp_path / "checkpoints").glob("*.ckpt")
+    names = {p.name for p in deepspeed_checkpoint_files(ckpt)}
+    assert "mp_rank_00_model_states.pt" in names
+    assert {f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt" for r in (0, 1)} <= names, names
+    p0, p1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    for k in p0:
+        assert torch.allclose(p0[k], p1[k], atol=1e-6), f"ZeRO-2 replicas diverged on {k}"
+    _assert_trained_and_clipped(p0, n_updates=4)
+
+    merged = consolidate_deepspeed_checkpoint(ckpt, tmp_path / "merged.ckpt")["state_dict"]
+    for k, v in p0.items():
+        assert torch.allclose(merged[k].float(), v.float(), atol=1e-6), (
+            f"consolidated {k} differs from rank 0"
+        )
+
+    resumed = tmp_path / "resumed"
+    _fit(resumed, *common, "--trainer.max_steps", "8", "--ckpt_path", str(ckpt))
+    info = json.loads((resumed / "rank0.json").read_text())
+    assert info["first_step"] == 4 and info["global_step"] == 8, info
+    params = torch.load(resumed / "rank0.pt")
+    _assert_trained_and_clipped(params, n_updates=8)
+    assert _net_delta(params, p0) > 0, "resumed run did not train"
+
+
+@pytest.mark.slow
+def test_deepspeed_zero3_cpu_shards_parameters(tmp_path):
+    """configs/strategies/deepspeed_zero3.yaml on 2 CPU ranks: per-rank parameter shards, which merge
+    back to trained, clipped parameters with the frozen reference untouched."""
+    from dreamgym.strategies import consolidate_deepspeed_checkpoint, deepspeed_checkpoint_files
+
+    _fit(
+        tmp_path,
+        "--config", "configs/strategies/deepspeed_zero3.yaml", *CPU_OVERRIDES,
+        "--trainer.strategy.class_path", "dreamgym.strategies.CPUDeepSpeedStrategy", "--trainer.devices", "2",
+        "--trainer.max_steps", "4",
+    )  # fmt: skip
+    (ckpt,) = (tmp_path / "checkpoints").glob("*.ckpt")
+    names = {p.name for p in deepspeed_checkpoint_files(ckpt)}
+    assert {f"zero_pp_rank_{r}_mp_rank_00_model_states.pt" for r in (0, 1)} <= names, names
+    merged = consolidate_deepspeed_checkpoint(ckpt, tmp_path / "merged.ckpt")["state_dict"]
+    _assert_trained_and_clipped(merged, n_updates=4)
