@@ -121,7 +121,7 @@ def _initial_params() -> dict[str, torch.Tensor]:
 
 def _net_delta(params: dict[str, torch.Tensor], init: dict[str, torch.Tensor]) -> float:
     return float(
-        torch.sqrt(sum(((params[k].float() - init[k]) ** 2).sum() for k in init if k.startswith("net.")))
+        torch.sqrt(sum(((params[k].detach().float() - init[k]) ** 2).sum() for k in init if k.startswith("net.")))
     )
 
 
