@@ -61,22 +61,25 @@ class WebShopExpert(Agent):
 
     Queries vary over episodes: the full instruction, the instruction without the price clause, the
     goal's query + attributes, or the product's title. It pages to the target if it is on a later
-    results page, re-searches with the exact title if it is not in the results, sometimes looks at a
-    sub-page first, selects the goal's options and buys.
+    results page, re-searches with the exact title if it is not in the results, sometimes opens a listed
+    distractor first (and goes back), sometimes looks at a sub-page, selects the goal's options and buys.
 
     Args:
         subpage_prob: chance of viewing a sub-page (description/features/reviews) before buying.
+        detour_prob: chance of opening another listed product first and going back.
         seed: seed of the episode's choices.
     """
 
-    def __init__(self, subpage_prob: float = 0.25, seed: int | None = None):
+    def __init__(self, subpage_prob: float = 0.25, detour_prob: float = 0.15, seed: int | None = None):
         self.subpage_prob = subpage_prob
+        self.detour_prob = detour_prob
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
         self.searches = 0
         self.viewed_sub = self.rng.random() >= self.subpage_prob  # True: skip the sub-page
+        self.detoured = self.rng.random() >= self.detour_prob  # True: no look at another product first
 
     def _query(self, goal: dict[str, Any]) -> str:
         if self.searches > 0:  # fallback: the exact title finds the product
@@ -122,6 +125,11 @@ class WebShopExpert(Agent):
                 return "click[next >]"
             if want_page < info["page_num"]:
                 return "click[< prev]"
+            if not self.detoured:  # look at a listed distractor first, then come back
+                self.detoured = True
+                others = [x["asin"].lower() for x in info.get("shown", []) if x["asin"].lower() != target]
+                if others:
+                    return f"click[{self.rng.choice(others)}]"
             return f"click[{target}]"
         if page in ("description", "features", "reviews", "attributes"):
             return "click[< prev]"

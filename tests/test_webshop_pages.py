@@ -139,3 +139,9 @@ def test_infer_is_robust_to_garbage():
     assert infer_available_actions(None) == []
     messy = "[page] item | b0\n[button] buy now\n[option size] small ; large (selected) ;\n[product] \n[butt"
     assert infer_available_actions(messy) == ["click[buy now]", "click[small]", "click[large]"]
+
+
+def test_search_with_unknown_words_never_raises(shop):
+    cat, eng = shop
+    tr = apply_action(PageState(), "search[qqqq zzzz xyzzy-42 herbal tea]", cat, eng)
+    assert tr.valid and tr.page.results == eng.search("herbal tea")

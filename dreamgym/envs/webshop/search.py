@@ -58,10 +58,11 @@ class SearchEngine:
         self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
         corpus = [analyze(product_document(p)) or ["__empty__"] for p in catalog.products.values()]
         self._bm25.index(corpus, show_progress=False)
+        self._vocab = {t for doc in corpus for t in doc}  # unknown query tokens cannot score
 
     def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[str]:
         """ASINs of the top ``k`` products for ``keywords``, best first."""
-        tokens = analyze(keywords)
+        tokens = [t for t in analyze(keywords) if t in self._vocab]
         if not tokens:
             return []
         scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float64)
