@@ -39,7 +39,7 @@ def _throughput(batch: int, n_steps: int, seed: int) -> float:
 
     env = WebShopEnv(batch_size=[batch], split="test", seed=seed)
     agents = [RandomAgent(seed + i) for i in range(batch)]
-    td = env.reset()
+    env.reset()
     elapsed, steps = 0.0, 0
     while steps < n_steps:
         acts = [agents[i].act(env.current(i), {}) for i in range(batch)]
@@ -48,7 +48,7 @@ def _throughput(batch: int, n_steps: int, seed: int) -> float:
         out = env.step(step_td)["next"]
         done = out["done"].reshape(-1)
         if done.any():
-            td = env.reset(TensorDict({"_reset": done.reshape(batch, 1)}, batch_size=[batch]))
+            env.reset(TensorDict({"_reset": done.reshape(batch, 1)}, batch_size=[batch]))
         elapsed += time.perf_counter() - t0
         steps += batch
     return steps / elapsed
