@@ -11,24 +11,33 @@ import importlib
 import os
 import sys
 
-__all__ = ["main", "EXTRA_COMMANDS"]
+__all__ = ["main", "EXTRA_COMMANDS", "LINKS"]
 
 EXTRA_COMMANDS: dict[str, str] = {
     "collect": "dreamgym.collect:main",
     "tokenizer": "dreamgym.modeling.tokenizer_cli:main",
+    "pipeline": "dreamgym.pipeline:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
 
+LINKS: list[tuple[str, str]] = [
+    # RL: validation/test batches hold as many tasks as the held-out env has slots (one episode per slot)
+    ("model.init_args.eval_env.init_args.batch_size", "data.init_args.eval_batch_tasks"),
+]
+"""``parser.link_arguments(source, target)`` pairs: the target is computed, never given in YAML."""
 
-def _lightning_cli(argv: list[str]):
+
+def _lightning_cli(argv: list[str], run: bool = True):
+    """The LightningCLI on ``argv``; ``run=False`` only parses and instantiates (used by tests)."""
     from lightning.pytorch import LightningDataModule, LightningModule
     from lightning.pytorch.cli import LightningCLI
 
     class DreamGymCLI(LightningCLI):
-        def add_arguments_to_parser(self, parser):  # hook for links; modules declare their own
-            hook = getattr(self, "_link_hooks", None)
-            if hook:
-                hook(parser)
+        def add_arguments_to_parser(self, parser):
+            # Values that must agree are given once. A link whose source does not exist for the chosen
+            # model class (e.g. the experience-model SFT) is skipped by jsonargparse.
+            for source, target in LINKS:
+                parser.link_arguments(source, target, apply_on="parse")
 
     return DreamGymCLI(
         LightningModule,
@@ -39,6 +48,7 @@ def _lightning_cli(argv: list[str]):
         save_config_kwargs={"overwrite": True},
         parser_kwargs={"parser_mode": "yaml"},
         args=argv,
+        run=run,
     )
 
 

@@ -59,8 +59,7 @@ class PolicyRL(L.LightningModule):
         eval_env: the real env on the held-out split used by validation/test.
         collector: rollout collector (prompt format, generation length, temperature).
         curriculum: reward-variance task selection for synthetic-env batches (``None``: uniform tasks).
-        optimizer: optimizer factory; called once with param groups (policy, critic).
-        lr: policy learning rate.
+        optimizer: optimizer factory, called once with param groups; its ``lr`` is the policy's.
         critic_lr: critic learning rate (its own param group).
         tasks_per_batch: tasks per RL iteration (per device).
         group_size: episodes per task (GRPO group size G).
@@ -88,7 +87,6 @@ class PolicyRL(L.LightningModule):
         collector: RolloutCollector | None = None,
         curriculum: RewardVarianceCurriculum | None = None,
         optimizer: OptimizerCallable = torch.optim.AdamW,
-        lr: float = 1e-5,
         critic_lr: float = 1e-4,
         tasks_per_batch: int = 4,
         group_size: int = 8,
@@ -126,7 +124,7 @@ class PolicyRL(L.LightningModule):
         self.schedule, self.eval_env, self.curriculum = schedule, eval_env, curriculum
         self.collector = collector or RolloutCollector()
         self.optimizer_factory = optimizer
-        self.lr, self.critic_lr = lr, critic_lr
+        self.critic_lr = critic_lr
         self.tasks_per_batch, self.group_size = tasks_per_batch, group_size
         self.ppo_epochs, self.minibatches = ppo_epochs, minibatches
         self.clip_eps, self.value_clip_eps = clip_eps, value_clip_eps
@@ -137,7 +135,7 @@ class PolicyRL(L.LightningModule):
 
     # ------------------------------------------------------------------ setup
     def configure_optimizers(self):
-        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": self.lr}]
+        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad]}]
         if self.critic is not None:
             own = [p for n, p in self.critic.named_parameters() if p.requires_grad]
             groups.append({"params": own, "lr": self.critic_lr})

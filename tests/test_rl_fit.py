@@ -30,7 +30,7 @@ def _spec(split="train", max_steps=2):
 def _module(policy, schedule, **kw):
     kw.setdefault("estimator", GRPOAdvantage())
     return PolicyRL(
-        policy=policy, schedule=schedule, eval_env=_spec("test"), lr=1e-3, tasks_per_batch=2, group_size=2,
+        policy=policy, schedule=schedule, eval_env=_spec("test"), optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2,
         minibatches=2, collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=128), **kw,
     )  # fmt: skip
 

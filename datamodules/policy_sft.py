@@ -1,0 +1,88 @@
+"""Behaviour-cloning examples from offline expert trajectories: one ``(prompt, target)`` per step.
+
+The prompt is exactly what the RL collector shows the policy (:class:`PolicyFormat`, same history
+window), the target is the expert's action (optionally after the teacher's rationale as a think block).
+Examples are raw text; :class:`models.policy_sft.PolicySFT` tokenizes them with its own tokenizer.
+Splits are by file (train/test trajectory files are collected on different task splits), so no task
+leaks from training into validation.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from dreamgym.modeling.policy_format import PolicyFormat
+from dreamgym.schema import read_trajectories
+
+__all__ = ["PolicySFTDataModule", "bc_examples"]
+
+
+def bc_examples(
+    paths: list[str], format: PolicyFormat, policies: tuple[str, ...] = ("expert",), success_only: bool = True
+) -> list[dict[str, str]]:
+    """``{"prompt", "target", "task_id"}`` for every step of the selected trajectories in ``paths``."""
+    out: list[dict[str, str]] = []
+    for path in paths:
+        for traj in read_trajectories(path):
+            if (policies and traj.policy not in policies) or (success_only and not traj.success):
+                continue
+            history: list[tuple[str, str]] = []
+            for t in traj.transitions:
+                prompt = format.prompt(t.instruction, t.state, t.available_actions, history)
+                out.append({"prompt": prompt, "target": format.target(t.action, t.reasoning), "task_id": t.task_id})
+                history.append((t.state, t.action))
+    return out
+
+
+class PolicySFTDataModule(L.LightningDataModule):
+    """Offline expert steps for the policy warm start.
+
+    Args:
+        train_files: JSONL trajectory files of train-split tasks.
+        val_files: JSONL files of held-out tasks (test split) for ``val/loss``.
+        format: the policy prompt format (keep it equal to the RL collector's).
+        policies: which trajectory ``policy`` values to clone ("expert"; add "human" for human demos).
+        success_only: keep only successful trajectories.
+        batch_size: examples per batch.
+        max_val_examples: cap on validation examples (CPU time).
+        num_workers: DataLoader workers.
+    """
+
+    def __init__(
+        self,
+        train_files: list[str],
+        val_files: list[str] | None = None,
+        format: PolicyFormat | None = None,
+        policies: list[str] | None = None,
+        success_only: bool = True,
+        batch_size: int = 8,
+        max_val_examples: int | None = 128,
+        num_workers: int = 0,
+    ):
+        super().__init__()
+        self.train_files, self.val_files = list(train_files), list(val_files or [])
+        self.format = format or PolicyFormat()
+        self.policies = tuple(policies or ["expert"])
+        self.success_only, self.batch_size = success_only, batch_size
+        self.max_val_examples, self.num_workers = max_val_examples, num_workers
+
+    def setup(self, stage: str | None = None) -> None:
+        self.train_examples = bc_examples(self.train_files, self.format, self.policies, self.success_only)
+        if not self.train_examples:
+            raise ValueError(
+                f"no {list(self.policies)} trajectories{' with success' if self.success_only else ''} in "
+                f"train_files={self.train_files}; collect some with `python -m dreamgym collect --env webshop "
+                "--split train --n-expert 200 --out <file>`"
+            )
+        val = bc_examples(self.val_files, self.format, self.policies, self.success_only) if self.val_files else []
+        self.val_examples = val[: self.max_val_examples] if self.max_val_examples else val
+
+    def _loader(self, data, shuffle: bool) -> DataLoader:
+        return DataLoader(data, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers, collate_fn=list)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_examples, True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.val_examples, False) if self.val_examples else []

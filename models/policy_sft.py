@@ -1,0 +1,114 @@
+"""Behaviour-cloning warm start of the policy (the paper's SFT baseline): next-token loss on the
+action tokens only.
+
+One sequence per example: ``[BOS] prompt | target [EOS]``; ``loss = mean_{t in target+EOS} CE_t``
+(prompt tokens carry no loss). Logged: ``train/loss``, ``val/loss``, ``val/token_acc`` (teacher-forced
+accuracy on target tokens). At the end of fit the policy is exported with ``save_pretrained`` (model +
+tokenizer) to ``save_dir``, the ``path`` the RL configs load.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.cli import OptimizerCallable
+
+from dreamgym.modeling.factory import LanguageModel
+from dreamgym.modeling.generation import encode_prompt
+
+__all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
+
+
+def encode_bc_batch(tokenizer, examples: list[dict[str, str]], max_length: int) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``target_mask`` (B, T) for ``examples``.
+
+    Over-long prompts keep BOS and their last tokens, so the target always fits.
+    """
+    rows, masks = [], []
+    eos = tokenizer.eos_token_id
+    for ex in examples:
+        prompt = encode_prompt(tokenizer, ex["prompt"])
+        target = tokenizer.encode(ex["target"], add_special_tokens=False) + [eos]
+        target = target[: max_length - 2]
+        room = max_length - len(target)
+        if len(prompt) > room:
+            prompt = prompt[:1] + prompt[-(room - 1) :]
+        rows.append(prompt + target)
+        masks.append([False] * len(prompt) + [True] * len(target))
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    tgt = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, (r, m) in enumerate(zip(rows, masks, strict=True)):
+        ids[i, : len(r)] = torch.tensor(r)
+        attn[i, : len(r)] = 1
+        tgt[i, : len(r)] = torch.tensor(m)
+    return {"input_ids": ids, "attention_mask": attn, "target_mask": tgt}
+
+
+def bc_loss(logits: torch.Tensor, input_ids: torch.Tensor, target_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked next-token loss and accuracy on target tokens.
+
+    ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]``; ``loss = mean_{target_mask_t} CE_t``.
+
+    Returns:
+        ``(loss, token_acc)`` scalars.
+    """
+    if logits.shape[:2] != input_ids.shape or target_mask.shape != input_ids.shape:
+        raise ValueError(
+            f"bc_loss expects logits (B,T,V), input_ids (B,T), target_mask (B,T); got "
+            f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(target_mask.shape)}"
+        )
+    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none")
+    m = target_mask[:, 1:].float()
+    loss = (ce * m).sum() / m.sum().clamp_min(1.0)
+    acc = ((logits[:, :-1].argmax(-1) == input_ids[:, 1:]).float() * m).sum() / m.sum().clamp_min(1.0)
+    return loss, acc
+
+
+class PolicySFT(L.LightningModule):
+    """Behaviour cloning on expert steps.
+
+    Args:
+        policy: the policy LM to train (fresh preset + tokenizer, or a saved dir).
+        optimizer: optimizer factory (called with the model's parameters).
+        max_length: token budget per example (prompt cut from the left, keeping BOS).
+        save_dir: export the trained policy here (``save_pretrained``) at the end of fit.
+    """
+
+    def __init__(
+        self,
+        policy: LanguageModel,
+        optimizer: OptimizerCallable = torch.optim.AdamW,
+        max_length: int = 1024,
+        save_dir: str | None = None,
+    ):
+        super().__init__()
+        self.model, self.tokenizer = policy.build()
+        self.optimizer_factory, self.max_length, self.save_dir = optimizer, max_length, save_dir
+
+    def configure_optimizers(self):
+        return self.optimizer_factory(self.model.parameters())
+
+    def _step(self, examples: list[dict[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        b = {k: v.to(self.device) for k, v in encode_bc_batch(self.tokenizer, examples, self.max_length).items()}
+        logits = self.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
+        return bc_loss(logits, b["input_ids"], b["target_mask"])
+
+    def training_step(self, batch: list[dict[str, str]], batch_idx: int) -> torch.Tensor:
+        loss, acc = self._step(batch)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
+        self.log("train/token_acc", acc, batch_size=len(batch))
+        return loss
+
+    def validation_step(self, batch: list[dict[str, str]], batch_idx: int) -> None:
+        loss, acc = self._step(batch)
+        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch), sync_dist=True)
+        self.log("val/token_acc", acc, batch_size=len(batch), sync_dist=True)
+
+    def on_fit_end(self) -> None:
+        if self.save_dir and self.trainer.is_global_zero:
+            self.model.save_pretrained(self.save_dir)
+            self.tokenizer.save_pretrained(self.save_dir)
