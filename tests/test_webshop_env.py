@@ -97,3 +97,12 @@ def test_synthetic_goals():
     expert = make_expert("webshop", env)
     expert.reset(0)
     assert _run(env, expert)["success"].item()
+
+
+def test_docstring_rollout_example_runs():
+    import doctest
+
+    import dreamgym.envs.webshop.env as mod
+
+    result = doctest.testmod(mod, verbose=False)
+    assert result.attempted >= 5 and result.failed == 0

@@ -47,8 +47,12 @@ class WebShopEnv(TextEnvBase):
         ...     td["action"] = [next(acts)]
         ...     return td
         >>> ro = env.rollout(3, policy)
-        >>> ro["next", "observation"][0, 0].splitlines()[0]  # doctest: +SKIP
-        '[page] results | query: herbal tea | page 1 | total results: 50'
+        >>> ro.batch_size
+        torch.Size([1, 3])
+        >>> ro[0, 0]["next", "observation"].splitlines()[0]
+        '[page] results | query: herbal tea | page 1 | total results: 44'
+        >>> ro[0, 2]["next", "observation"]
+        '[page] search\\n[search box]'
 
     Args:
         batch_size: number of parallel sessions, e.g. ``[4]``.
