@@ -91,7 +91,7 @@ def test_item_options_prev_and_clear(shop):
 def test_invalid_actions_are_noops(shop):
     cat, eng = shop
     page = apply_action(PageState(), "search[tea]", cat, eng).page
-    for bad in ["click[buy now]", "click[search]", "jump[now]", "hello", "click[b000000000]", "search[ ]"]:
+    for bad in ["click[buy now]", "click[search]", "jump[now]", "hello", "click[b000000000]", "search[]"]:
         tr = apply_action(page, bad, cat, eng)
         assert not tr.valid and tr.page is page and tr.kind == "invalid" and tr.reason
     assert not apply_action(PageState(), "click[search]", cat, eng).valid
@@ -145,3 +145,13 @@ def test_search_with_unknown_words_never_raises(shop):
     cat, eng = shop
     tr = apply_action(PageState(), "search[qqqq zzzz xyzzy-42 herbal tea]", cat, eng)
     assert tr.valid and tr.page.results == eng.search("herbal tea")
+
+
+def test_search_special_prefixes_and_blank(shop):
+    cat, eng = shop
+    grocery = eng.search("<c> grocery")
+    assert len(grocery) == 50 and all(cat.products[a].category == "grocery" for a in grocery)
+    assert all(cat.products[a].query == "herbal tea" for a in eng.search("<q> herbal tea"))
+    assert eng.search("<r>") == eng.search("<r>") and len(set(eng.search("<r>"))) == 50
+    blank = apply_action(PageState(), "search[ ]", cat, eng)
+    assert blank.valid and blank.page.kind == "results" and blank.page.results == []

@@ -39,7 +39,8 @@ The upstream ``text`` observation (:func:`render_text`) joins the visible text n
 exactly as WebShop's templates render (spec section 2.3).
 
 Action parsing (:func:`parse_action`): regex ``(.+)\\[(.+)\\]`` (greedy: everything up to the last ``]``
-is the argument), argument lower-cased. ``search[kw]`` runs on any page (as upstream); ``click[x]``
+is the argument), argument lower-cased. ``search[kw]`` runs on any page (as upstream; the special
+prefixes ``<r>``, ``<c> category``, ``<q> query`` of :meth:`SearchEngine.search` work too); ``click[x]``
 only for a current clickable other than ``search``; anything else is a no-op flagged invalid.
 """
 
@@ -55,7 +56,7 @@ from dreamgym.envs.webshop.search import PRODUCT_WINDOW, SearchEngine
 __all__ = [
     "SUB_PAGES",
     "PageState",
-    "Transition",
+    "PageTransition",
     "parse_action",
     "clickables",
     "available_actions",
@@ -101,7 +102,7 @@ class PageState:
 
 
 @dataclass
-class Transition:
+class PageTransition:
     """The outcome of one action on a page."""
 
     page: PageState
@@ -155,42 +156,39 @@ def _option_name(product: Product, value: str) -> str:
 
 def apply_action(
     page: PageState, action: str, catalog: Catalog, engine: SearchEngine, show_attrs: bool = False
-) -> Transition:
+) -> PageTransition:
     """Apply ``action`` to ``page`` with upstream semantics; never raises (invalid -> no-op)."""
     parsed = parse_action(action)
     if parsed is None:
-        return Transition(page, False, "invalid", reason="it does not match the syntax search[...] or click[...]")
+        return PageTransition(page, False, "invalid", reason="it does not match the syntax search[...] or click[...]")
     name, arg = parsed
     if page.kind == "done":
-        return Transition(page, False, "invalid", arg, reason="the episode is over (the item was bought)")
+        return PageTransition(page, False, "invalid", arg, reason="the episode is over (the item was bought)")
     if name == "search":
-        kw = arg.strip()
-        if not kw:
-            return Transition(page, False, "invalid", reason="the search keywords are empty")
-        kw = " ".join(kw.split(" "))
-        return Transition(PageState("results", kw, engine.search(kw), 1), True, "search", kw)
+        kw = " ".join(arg.split(" "))  # upstream: any non-empty argument runs (whitespace finds nothing)
+        return PageTransition(PageState("results", kw, engine.search(kw), 1), True, "search", kw)
     if name != "click":
-        return Transition(page, False, "invalid", arg, reason=f"'{name}' is not an action (use search or click)")
+        return PageTransition(page, False, "invalid", arg, reason=f"'{name}' is not an action (use search or click)")
     if arg == "search" or arg not in clickables(page, catalog, show_attrs):
-        return Transition(page, False, "invalid", arg, reason=f"'{arg}' is not clickable on this page")
+        return PageTransition(page, False, "invalid", arg, reason=f"'{arg}' is not clickable on this page")
     if arg == "back to search":
-        return Transition(PageState("search"), True, "click", arg)
+        return PageTransition(PageState("search"), True, "click", arg)
     if arg == "buy now":
-        return Transition(replace(page, kind="done"), True, "click", arg, bought=True)
+        return PageTransition(replace(page, kind="done"), True, "click", arg, bought=True)
     if page.kind == "results":
         if arg in ("next >", "< prev"):
             step = 1 if arg == "next >" else -1
-            return Transition(replace(page, page=page.page + step, options={}), True, "click", arg)
-        return Transition(replace(page, kind="item", asin=arg.upper(), options={}), True, "click", arg)
+            return PageTransition(replace(page, page=page.page + step, options={}), True, "click", arg)
+        return PageTransition(replace(page, kind="item", asin=arg.upper(), options={}), True, "click", arg)
     if arg == "< prev":  # item -> results (same page, options cleared); sub-page -> item
         if page.kind == "item":
-            return Transition(replace(page, kind="results", asin=None, options={}), True, "click", arg)
-        return Transition(replace(page, kind="item"), True, "click", arg)
+            return PageTransition(replace(page, kind="results", asin=None, options={}), True, "click", arg)
+        return PageTransition(replace(page, kind="item"), True, "click", arg)
     if arg in SUB_PAGES:
-        return Transition(replace(page, kind=arg), True, "click", arg)
+        return PageTransition(replace(page, kind=arg), True, "click", arg)
     product = catalog.products[page.asin]
     opt = _option_name(product, arg)
-    return Transition(replace(page, options={**page.options, opt: arg}), True, "click", arg, selected=(opt, arg))
+    return PageTransition(replace(page, options={**page.options, opt: arg}), True, "click", arg, selected=(opt, arg))
 
 
 # ------------------------------------------------------------------------------------------ rendering

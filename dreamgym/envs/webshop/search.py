@@ -11,6 +11,7 @@ process and data directory.
 
 from __future__ import annotations
 
+import random
 import re
 
 import bm25s
@@ -55,13 +56,26 @@ class SearchEngine:
 
     def __init__(self, catalog: Catalog, k1: float = 0.9, b: float = 0.4):
         self.asins = list(catalog.products)
+        self._products = catalog.products
         self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
         corpus = [analyze(product_document(p)) or ["__empty__"] for p in catalog.products.values()]
         self._bm25.index(corpus, show_progress=False)
         self._vocab = {t for doc in corpus for t in doc}  # unknown query tokens cannot score
 
     def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[str]:
-        """ASINs of the top ``k`` products for ``keywords``, best first."""
+        """ASINs of the top ``k`` products for ``keywords``, best first.
+
+        Upstream's special first keywords work too: ``<r>`` gives ``k`` random products (seeded by the
+        keywords, so reproducible), ``<c> cat`` the products of category ``cat`` and ``<q> query`` those
+        scraped with ``query`` (catalog order).
+        """
+        words = keywords.split(" ")
+        if words[0] == "<r>":
+            return random.Random(keywords).sample(self.asins, min(k, len(self.asins)))
+        if words[0] in ("<c>", "<q>"):
+            want = " ".join(words[1:]).strip()
+            field = "category" if words[0] == "<c>" else "query"
+            return [a for a in self.asins if getattr(self._products[a], field) == want][:k]
         tokens = [t for t in analyze(keywords) if t in self._vocab]
         if not tokens:
             return []
