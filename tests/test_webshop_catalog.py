@@ -136,3 +136,19 @@ def test_bundled_catalog_size_and_splits():
     ids = [g.goal_id for s in splits.values() for g in s]
     assert len(ids) == len(set(ids))
     assert max(len(p.title) for p in cat.products.values()) <= 90
+
+
+def test_bundled_catalog_is_reproducible_from_the_script():
+    import importlib.util
+    from pathlib import Path
+
+    from dreamgym.envs.webshop.catalog import default_data_dir
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "make_webshop_catalog.py"
+    spec = importlib.util.spec_from_file_location("make_webshop_catalog", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    files = mod.build(seed=0, n_products=1200)
+    for name, obj in files.items():
+        bundled = json.loads((default_data_dir() / name).read_text(encoding="utf-8"))
+        assert bundled == json.loads(json.dumps(obj)), f"{name} differs from scripts/make_webshop_catalog.py output"

@@ -106,3 +106,18 @@ def test_docstring_rollout_example_runs():
 
     result = doctest.testmod(mod, verbose=False)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_synthetic_goals_sampled_by_weight():
+    env = WebShopEnv(batch_size=[1], split="train", human_goals=False, seed=0)
+    goals = env.goals["train"]
+    saved = [g.weight for g in goals]
+    try:
+        for g in goals:
+            g.weight = 0.0
+        goals[17].weight = 1.0  # all the weight on one goal -> always sampled
+        ids = {as_text_list(env.reset()["task_id"])[0] for _ in range(5)}
+        assert ids == {goals[17].goal_id}
+    finally:
+        for g, w in zip(goals, saved, strict=True):
+            g.weight = w

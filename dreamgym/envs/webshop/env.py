@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
 from dreamgym.envs.webshop.catalog import Catalog, load_catalog
 from dreamgym.envs.webshop.goals import Goal, split_goals
@@ -61,7 +63,8 @@ class WebShopEnv(TextEnvBase):
         data_dir: directory of upstream-schema files; ``None`` for the bundled catalog.
         human_goals: human instructions (True) or synthetic option-combination goals (False).
         observation_mode: "abstract" (clean element list, the default) or "text" (upstream ``[SEP]`` text).
-        seed: seed for sampling goals when no task index is given.
+        seed: seed for sampling goals when no task index is given (uniform for human goals, by goal
+            weight for synthetic goals, as upstream).
         show_attrs: show the Attributes button/sub-page on item pages (upstream ``show_attrs``).
         num_products: keep only the first N product rows of the data file.
     """
@@ -101,6 +104,13 @@ class WebShopEnv(TextEnvBase):
     # ------------------------------------------------------------------ hooks
     def _num_tasks(self, split: str) -> int:
         return len(self.goals[split])
+
+    def _next_task(self, requested: int) -> int:
+        # Upstream samples goals by weight when none is given (all 1 for human goals).
+        if requested >= 0 or self._queued or self.human_goals:
+            return super()._next_task(requested)
+        w = np.array([g.weight for g in self.goals[self.split]], dtype=np.float64)
+        return int(self._rng.choice(len(w), p=w / w.sum()))
 
     def goal(self, slot: int) -> Goal:
         """The current goal of ``slot``."""
