@@ -1,0 +1,229 @@
+"""The main job: the whole DreamGym chain on one env, idempotent and resumable.
+
+``python -m dreamgym pipeline --config configs/pipeline_webshop.yaml`` (``make run``) runs, under
+``out_dir`` (``artifacts/webshop``)::
+
+    1. collect   offline_train.jsonl (expert + random, train tasks), offline_test.jsonl (test tasks)
+    2. tokenizer tokenizer/                      BPE on the train trajectories
+    3. experience experience_model/              experience-model SFT      (configs/webshop_experience_sft.yaml)
+    4. policy_sft policy_sft/                    behaviour-cloning warm start (configs/webshop_policy_sft.yaml)
+    5. rl        policy_rl/                      GRPO in the synthetic env (configs/webshop_grpo.yaml)
+    6. evaluate  eval.json                       greedy held-out success on REAL test tasks, warm start vs RL
+
+Each stage is skipped when its output exists (files are written under a temporary name and renamed,
+so a crash never leaves a half output that looks done). Stages 3-5 run through the same LightningCLI
+configs as by hand (``dreamgym.cli``), with paths pointed at ``out_dir``. Wall time per stage and the
+peak resident memory are written to ``pipeline_report.json`` and printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["PipelineConfig", "parse_pipeline_config", "run_pipeline", "main", "evaluate_policy"]
+
+
+class PipelineConfig:
+    """What the main job runs.
+
+    Args:
+        out_dir: where every output goes.
+        env: registered env name.
+        train_expert: expert episodes on train tasks (offline data).
+        train_random: random-policy episodes on train tasks.
+        test_expert: expert episodes on test tasks (validation losses only, never trained on).
+        seed: collection seed.
+        vocab_size: BPE vocabulary size.
+        experience_config: LightningCLI config of the experience-model SFT.
+        experience_args: extra CLI overrides for it (e.g. ``["--trainer.max_steps=300"]``).
+        policy_sft_config: LightningCLI config of the policy warm start.
+        policy_sft_args: extra CLI overrides for it.
+        rl_config: LightningCLI config of the RL stage (GRPO in the synthetic env by default).
+        rl_args: extra CLI overrides for it.
+        eval_tasks: held-out test-split tasks ``0..eval_tasks-1`` for the final evaluation.
+        eval_batch_size: env slots for the final evaluation.
+    """
+
+    def __init__(
+        self,
+        out_dir: str = "artifacts/webshop",
+        env: str = "webshop",
+        train_expert: int = 600,
+        train_random: int = 200,
+        test_expert: int = 60,
+        seed: int = 0,
+        vocab_size: int = 4096,
+        experience_config: str = "configs/webshop_experience_sft.yaml",
+        experience_args: list[str] | None = None,
+        policy_sft_config: str = "configs/webshop_policy_sft.yaml",
+        policy_sft_args: list[str] | None = None,
+        rl_config: str = "configs/webshop_grpo.yaml",
+        rl_args: list[str] | None = None,
+        eval_tasks: int = 100,
+        eval_batch_size: int = 20,
+    ):
+        self.out_dir, self.env, self.seed, self.vocab_size = Path(out_dir), env, seed, vocab_size
+        self.train_expert, self.train_random, self.test_expert = train_expert, train_random, test_expert
+        self.experience_config, self.experience_args = experience_config, list(experience_args or [])
+        self.policy_sft_config, self.policy_sft_args = policy_sft_config, list(policy_sft_args or [])
+        self.rl_config, self.rl_args = rl_config, list(rl_args or [])
+        self.eval_tasks, self.eval_batch_size = eval_tasks, eval_batch_size
+
+
+def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
+    """Parse ``--config X.yaml`` (and ``--key value`` overrides) into a :class:`PipelineConfig`."""
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    parser = ArgumentParser(prog="python -m dreamgym pipeline", parser_mode="yaml", description=__doc__)
+    parser.add_argument("--config", action=ActionConfigFile)
+    parser.add_class_arguments(PipelineConfig, nested_key=None)
+    values = parser.parse_args(argv).as_dict()
+    return PipelineConfig(**{k: v for k, v in values.items() if k not in ("config", "__path__")})
+
+
+# ---------------------------------------------------------------------------------------------- stages
+def _collect(cfg: PipelineConfig, split: str, n_expert: int, n_random: int) -> Path:
+    out = cfg.out_dir / f"offline_{split}.jsonl"
+    if out.exists():
+        return out
+    from dreamgym.collect import collect_trajectories
+
+    tmp = out.with_suffix(".jsonl.tmp")
+    tmp.unlink(missing_ok=True)
+    collect_trajectories(cfg.env, split=split, n_expert=n_expert, n_random=n_random, out=tmp, seed=cfg.seed, progress=True)
+    tmp.rename(out)
+    return out
+
+
+def _tokenizer(cfg: PipelineConfig, train: Path) -> Path:
+    out = cfg.out_dir / "tokenizer"
+    if out.exists():
+        return out
+    from dreamgym.modeling.tokenizer import corpus_from_trajectories, train_tokenizer
+
+    tmp = _fresh(out)
+    train_tokenizer(corpus_from_trajectories([train]), vocab_size=cfg.vocab_size).save_pretrained(tmp)
+    tmp.rename(out)
+    return out
+
+
+def _fit(config: str, args: list[str], out: Path, export_key: str) -> Path:
+    """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir)."""
+    if out.exists():
+        return out
+    from dreamgym.cli import main as cli_main
+
+    tmp = _fresh(out)
+    cli_main(["fit", "--config", config, *args, f"--{export_key}={tmp}"])
+    if not tmp.exists():
+        raise RuntimeError(f"stage with {config} finished without writing {tmp}; check its `{export_key}`")
+    tmp.rename(out)
+    return out
+
+
+def _fresh(out: Path) -> Path:
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    return tmp
+
+
+def evaluate_policy(cfg: PipelineConfig, policy_dir: Path) -> dict[str, float]:
+    """Greedy held-out success of a saved policy on REAL test tasks ``0..eval_tasks-1`` (``test/...``)."""
+    from dreamgym.cli import _lightning_cli
+
+    argv = [
+        "test", "--config", cfg.rl_config, *cfg.rl_args,
+        f"--model.init_args.policy.init_args.path={policy_dir}",
+        f"--model.init_args.eval_env.init_args.batch_size={cfg.eval_batch_size}",
+        f"--data.init_args.eval_tasks={cfg.eval_tasks}", "--trainer.logger=false",
+    ]  # fmt: skip
+    cli = _lightning_cli(argv[1:], run=False)
+    results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)
+    return {k: float(v) for k, v in results[0].items()}
+
+
+def run_pipeline(cfg: PipelineConfig) -> dict:
+    """Run every stage (skipping finished ones); return and save the report."""
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    times: dict[str, float] = {}
+    d = cfg.out_dir
+
+    def stage(name, fn, *a):
+        t0 = time.perf_counter()
+        print(f"[pipeline] stage {name} ...", flush=True)
+        out = fn(*a)
+        times[name] = round(time.perf_counter() - t0, 1)
+        print(f"[pipeline] stage {name} done in {times[name]} s -> {out}", flush=True)
+        return out
+
+    train = stage("collect_train", _collect, cfg, "train", cfg.train_expert, cfg.train_random)
+    test = stage("collect_test", _collect, cfg, "test", cfg.test_expert, 0)
+    tok = stage("tokenizer", _tokenizer, cfg, train)
+    data = [f"--data.init_args.train_files=[{train}]", f"--data.init_args.val_files=[{test}]"]
+    exp = stage(
+        "experience_sft", _fit, cfg.experience_config,
+        [f"--model.init_args.lm.init_args.tokenizer_path={tok}", *data, *cfg.experience_args],
+        d / "experience_model", "model.init_args.export_dir",
+    )  # fmt: skip
+    sft = stage(
+        "policy_sft", _fit, cfg.policy_sft_config,
+        [f"--model.init_args.policy.init_args.tokenizer_path={tok}", *data, *cfg.policy_sft_args],
+        d / "policy_sft", "model.init_args.save_dir",
+    )  # fmt: skip
+    rl_paths = _rl_paths(cfg, exp, sft)
+    rl = stage("rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir")
+    report_path = d / "eval.json"
+    evals = json.loads(report_path.read_text()) if report_path.exists() else {}
+    for name, policy in (("policy_sft", sft), ("policy_rl", rl)):
+        if name not in evals:
+            evals[name] = stage(f"evaluate_{name}", evaluate_policy, cfg, policy)
+            report_path.write_text(json.dumps(evals, indent=2))
+    peak_mb = _peak_rss_mb()
+    report = {"stage_seconds": times, "total_seconds": round(sum(times.values()), 1), "peak_rss_mb": peak_mb, "eval": evals}
+    (d / "pipeline_report.json").write_text(json.dumps(report, indent=2))
+    _print_summary(cfg, report)
+    return report
+
+
+def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
+    """Point the RL config's policy and synthetic env(s) at this run's outputs."""
+    import yaml
+
+    rl = yaml.safe_load(Path(cfg.rl_config).read_text())
+    sched = rl["model"]["init_args"]["schedule"]["init_args"]
+    out = [f"--model.init_args.policy.init_args.path={sft}"]
+    for key in ("env", "synthetic_env"):
+        if key in sched and sched[key]["class_path"].endswith("SyntheticEnvSpec"):
+            out.append(f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}")
+    return out
+
+
+def _peak_rss_mb() -> float:
+    kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return round(kb / 1024, 1)
+
+
+def _print_summary(cfg: PipelineConfig, report: dict) -> None:
+    ev = report["eval"]
+    print("\n[pipeline] held-out REAL test tasks 0..%d (greedy):" % (cfg.eval_tasks - 1))
+    for name in ("policy_sft", "policy_rl"):
+        m = ev.get(name, {})
+        print(
+            f"  {name:11s} success {m.get('test/success_rate', float('nan')):.3f}  score {m.get('test/score_mean', float('nan')):.3f}"
+            f"  steps {m.get('test/steps_mean', float('nan')):.2f}  invalid {m.get('test/invalid_rate', float('nan')):.3f}"
+        )
+    print(f"[pipeline] stage seconds {report['stage_seconds']}; peak RSS {report['peak_rss_mb']} MB")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    run_pipeline(parse_pipeline_config(argv))

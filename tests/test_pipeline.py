@@ -1,0 +1,47 @@
+"""The main job end to end on tiny settings: every stage runs, outputs exist, a rerun skips them."""
+
+import json
+
+import pytest
+
+from dreamgym.pipeline import parse_pipeline_config, run_pipeline
+
+
+def _argv(out):
+    quiet = [f"--trainer.default_root_dir={out}/runs", "--trainer.logger=false", "--trainer.callbacks=[]",
+             "--trainer.enable_progress_bar=false", "--trainer.enable_checkpointing=false"]  # fmt: skip
+    tiny_lm = [*quiet, "--trainer.max_steps=2", "--trainer.val_check_interval=2", "--trainer.limit_val_batches=1"]
+    return [
+        "--config", "configs/pipeline_webshop.yaml", f"--out_dir={out}",
+        "--train_expert=6", "--train_random=2", "--test_expert=2", "--vocab_size=400", "--eval_tasks=2", "--eval_batch_size=2",
+        "--experience_args=" + json.dumps([*tiny_lm, "--model.init_args.lm.init_args.preset=tiny",
+                                           "--model.init_args.max_new_tokens=16", "--data.init_args.encoder=hashing"]),
+        "--policy_sft_args=" + json.dumps([*tiny_lm, "--model.init_args.policy.init_args.preset=tiny"]),
+        "--rl_args=" + json.dumps([
+            *quiet, "--trainer.val_check_interval=100",
+            "--model.init_args.schedule.init_args.iterations=1",
+            "--model.init_args.schedule.init_args.env.init_args.batch_size=2",
+            "--model.init_args.schedule.init_args.env.init_args.max_steps=2",
+            "--model.init_args.schedule.init_args.env.init_args.kwargs={write_back: true, max_new_tokens: 16}",
+            "--model.init_args.eval_env.init_args.max_steps=2",
+            "--model.init_args.tasks_per_batch=1", "--model.init_args.group_size=2",
+            "--model.init_args.collector.init_args.max_new_tokens=8",
+        ]),
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
+    out = tmp_path / "ws"
+    report = run_pipeline(parse_pipeline_config(_argv(out)))
+    for name in ("offline_train.jsonl", "offline_test.jsonl", "tokenizer", "experience_model", "policy_sft", "policy_rl"):
+        assert (out / name).exists(), name
+    assert not list(out.glob("*.partial"))
+    for policy in ("policy_sft", "policy_rl"):
+        m = report["eval"][policy]
+        assert 0.0 <= m["test/success_rate"] <= 1.0 and m["test/steps_mean"] >= 1
+    assert report["peak_rss_mb"] > 0 and json.loads((out / "pipeline_report.json").read_text())["eval"]
+    assert "held-out REAL test tasks" in capsys.readouterr().out
+    # a rerun skips every stage (outputs exist)
+    again = run_pipeline(parse_pipeline_config(_argv(out)))
+    assert again["total_seconds"] < 5 and again["eval"] == report["eval"]
