@@ -212,7 +212,7 @@ def _peak_rss_mb() -> float:
 
 def _print_summary(cfg: PipelineConfig, report: dict) -> None:
     ev = report["eval"]
-    print("\n[pipeline] held-out REAL test tasks 0..%d (greedy):" % (cfg.eval_tasks - 1))
+    print(f"\n[pipeline] held-out REAL test tasks 0..{cfg.eval_tasks - 1} (greedy):")
     for name in ("policy_sft", "policy_rl"):
         m = ev.get(name, {})
         print(
