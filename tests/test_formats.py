@@ -18,14 +18,15 @@ from dreamgym.modeling.formats import (
 def test_prompt_sections_window_and_truncation():
     fmt = ExperienceFormat(k=2, history_window=2, ref_state_chars=10, ref_next_chars=12)
     nbs = [Neighbour("s" * 50, "click[a]", "n" * 50, 0.0), Neighbour("x", "click[b]", "y", 1.0), Neighbour("z", "c", "w", 0)]
-    p = build_prompt(fmt, "buy a\nshirt", ["a1", "a2", "a3"], nbs, "the  current\nstate", "click[x]")
+    p = build_prompt(fmt, "buy a\nshirt", ["a1", "a2", "a3"], nbs, "[page] the  current\n\n  [button] x ", "click[x]")
     lines = p.strip().split("\n")
     assert lines[0] == "<task> buy a shirt"
     assert lines[1] == "<history> a2 | a3"  # window of 2, oldest dropped
     assert len([ln for ln in lines if ln.startswith("<ref>")]) == 2  # k caps neighbours
-    assert "<s> " + "s" * 10 + " ..." in lines[2] and "<s'> " + "n" * 12 + " ..." in lines[2]
-    assert lines[3].endswith("<r> 1")
-    assert lines[-3:] == ["<state> the current state", "<action> click[x]", "<predict>"]
+    assert lines[2:7] == ["<ref>", "<s> " + "s" * 10 + " ...", "<a> click[a]", "<s'> " + "n" * 12 + " ...", "<r> 0"]
+    assert lines[11] == "<r> 1"
+    # the current state keeps its lines (stripped, blank ones dropped): the env parses states by line
+    assert lines[-5:] == ["<state>", "[page] the current", "[button] x", "<action> click[x]", "<predict>"]
 
 
 def test_prompt_without_history_or_retrieval():
@@ -39,7 +40,7 @@ def test_target_round_trip(reasoning, reward, done, score):
     text = build_target("Thank you [SEP] Purchased\nitem", reward, done, score, reasoning)
     out = parse_target(text)
     assert out.ok, out.error
-    assert out.next_state == "Thank you [SEP] Purchased item"
+    assert out.next_state == "Thank you [SEP] Purchased\nitem"
     assert (out.reward, out.done, out.score) == (reward, done, score)
     assert out.reasoning == (reasoning or "")
     think, outcome = target_parts("s", reward, done, score, reasoning)

@@ -43,3 +43,4 @@ def make_env(name: str, **kwargs: Any):
 
 # Built-in envs. Later modules join here, one line each.
 register_env("webshop", "dreamgym.envs.webshop.env:WebShopEnv")
+register_env("synthetic", "dreamgym.envs.synthetic:SyntheticEnv")

@@ -103,7 +103,6 @@ class ExperienceModel:
         from dreamgym.modeling.factory import load_pretrained
 
         path = Path(path)
-        model, tok = load_pretrained(path)
         fmt_file = path / FORMAT_FILE
         if not fmt_file.is_file():
             raise FileNotFoundError(
@@ -111,6 +110,7 @@ class ExperienceModel:
                 "(train one with `python -m dreamgym fit --config configs/webshop_experience_sft.yaml`)"
             )
         fmt = ExperienceFormat.from_dict(json.loads(fmt_file.read_text()))
+        model, tok = load_pretrained(path)
         if buffer is None and (path / BUFFER_DIR / "buffer.json").is_file():
             buffer = path / BUFFER_DIR
         if buffer is not None and not isinstance(buffer, ReplayBuffer):

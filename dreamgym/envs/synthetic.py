@@ -1,0 +1,292 @@
+"""SyntheticEnv: the trained experience model as a TorchRL environment (DreamGym's synthetic world).
+
+It has exactly the specs of the real env it imitates (both build them with
+:meth:`TextEnvBase._make_specs`), so a policy or rollout loop cannot tell them apart::
+
+    observation_spec: instruction, observation, available_actions, task_id, reasoning  NonTensor (B,)
+                      score (B,1) float32, success / invalid / sim_error (B,1) bool, step_count (B,1) int64
+    action_spec:      action NonTensor (B,)
+    reward_spec:      reward (B,1) float32
+    done_spec:        done / terminated / truncated (B,1) bool
+
+Reset samples a task from the task pool (real *train* instructions with their known initial states,
+plus curriculum tasks added with :meth:`add_tasks`). Step:
+
+* an action not in ``available_actions`` is an invalid no-op (same state, reward 0, ``invalid``), as in
+  the real env, and the model is not called (``search[<query>]``-style templates accept any
+  non-empty argument);
+* otherwise the top-k neighbours are retrieved for every acting slot, one batched generation (KV cache)
+  writes reasoning + next state + reward, and the output is parsed. ``available_actions`` of the new
+  state come from the imitated env's ``infer_available_actions``; the reasoning goes to ``reasoning``;
+* an output that does not parse ends the episode in :data:`FAILURE_STATE` with reward 0 and
+  ``sim_error`` set, and counts in :attr:`SyntheticEnv.sim_errors`; it never raises.
+
+The model is frozen (``requires_grad_(False)``, eval mode). With ``write_back=True`` every synthetic
+transition is added to the replay buffer (``source="synthetic"``).
+
+Standalone use (any TorchRL project)::
+
+    env = SyntheticEnv.from_checkpoint("artifacts/webshop/experience_model", real_env="webshop",
+                                       tasks="artifacts/webshop/offline_train.jsonl", batch_size=[4])
+    td = env.reset()
+    td["action"] = ["search[red shirt]"] * 4
+    td = env.step(td)
+
+``SyntheticEnv()`` with no model builds a tiny *untrained* model over a built-in task: a spec-check
+and testing convenience only (``make_env("synthetic")`` in the registry test), not a world model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
+from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
+from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
+from dreamgym.schema import Transition, read_trajectories
+
+__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "REAL_ENVS"]
+
+REAL_ENVS = {
+    "webshop": "dreamgym.envs.webshop.env:WebShopEnv",
+    "alfworld": "dreamgym.envs.alfworld.env:ALFWorldEnv",
+}
+"""Imitated env name -> class (for ``infer_available_actions`` and ``max_steps``)."""
+
+_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
+
+
+@dataclass
+class SyntheticTask:
+    """A task of the synthetic env: an instruction and the real initial state it starts from."""
+
+    task_id: str
+    instruction: str
+    initial_state: str
+    available_actions: list[str]
+
+
+def tasks_from_trajectories(paths: Sequence[str | os.PathLike], split: str = "train") -> list[SyntheticTask]:
+    """One task per distinct task id of the trajectory files (first step's state), ``split`` tasks only."""
+    seen: dict[str, SyntheticTask] = {}
+    for p in paths:
+        for traj in read_trajectories(p):
+            if traj.split != split or traj.task_id in seen or not traj.transitions:
+                continue
+            first = traj.transitions[0]
+            seen[traj.task_id] = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
+    return list(seen.values())
+
+
+def _real_env_class(name: str):
+    target = REAL_ENVS.get(name, name)
+    if ":" not in target:
+        raise ValueError(f"real_env={name!r} is unknown; use one of {sorted(REAL_ENVS)} or 'module:Class'")
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def is_valid_action(action: str, available: Sequence[str]) -> bool:
+    """``action`` is listed (case-insensitive), or fills a listed template such as ``search[<query>]``."""
+    a = action.strip().lower()
+    for cand in available:
+        c = cand.strip().lower()
+        if a == c:
+            return True
+        m = _TEMPLATE.match(c)
+        if m and a.startswith(m.group(1) + "[") and a.endswith("]") and a[len(m.group(1)) + 1 : -1].strip():
+            return True
+    return False
+
+
+class SyntheticEnv(TextEnvBase):
+    """The experience model as an env (see module docstring).
+
+    Args:
+        experience: the experience model (None: a tiny untrained one, for spec checks and tests only).
+        tasks: the task pool (default: one built-in WebShop-like task, for spec checks).
+        real_env: the imitated env ("webshop", "alfworld" or "module:Class"); gives the action rule.
+        batch_size: parallel episodes.
+        max_steps: step limit per episode (truncation), as in the real env.
+        seed: seed for task sampling.
+        write_back: add every synthetic transition to the experience model's replay buffer.
+    """
+
+    env_name = "synthetic"
+
+    def __init__(
+        self,
+        experience: ExperienceModel | None = None,
+        tasks: Sequence[SyntheticTask] | None = None,
+        real_env: str = "webshop",
+        batch_size=(1,),
+        max_steps: int = 15,
+        seed: int | None = 0,
+        write_back: bool = False,
+    ):
+        super().__init__(batch_size=batch_size, max_steps=max_steps, split="train", seed=seed)
+        self.real_env = real_env
+        self._real_cls = _real_env_class(real_env)
+        self.experience = experience if experience is not None else _tiny_untrained_experience()
+        self.tasks: list[SyntheticTask] = list(tasks) if tasks else [_DEFAULT_TASK]
+        self.write_back = write_back
+        self.sim_errors = 0
+        self.model_calls = 0
+        self.last_error = ""
+        n = self.batch_size[0]
+        self._task: list[SyntheticTask | None] = [None] * n
+        self._history: list[list[str]] = [[] for _ in range(n)]
+        self._episode_ids = [""] * n
+        self._episodes = 0
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        real_env: str = "webshop",
+        tasks: Sequence[SyntheticTask] | str | os.PathLike | Sequence[str] | None = None,
+        buffer: str | os.PathLike | None = None,
+        batch_size=(1,),
+        max_steps: int = 15,
+        seed: int | None = 0,
+        write_back: bool = False,
+        **experience_kwargs,
+    ) -> SyntheticEnv:
+        """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
+
+        Args:
+            path: the exported directory (``ExperienceSFT`` writes it at the end of fit).
+            real_env: imitated env name.
+            tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
+                (default: the train tasks of the buffer's transitions).
+            buffer: replay-buffer directory (default ``<path>/buffer``).
+            batch_size, max_steps, seed, write_back: as in the constructor.
+            **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
+                ``batch_size``, ``do_sample``, ``temperature``).
+        """
+        em = ExperienceModel.from_pretrained(path, buffer=buffer, **experience_kwargs)
+        if tasks is None:
+            if em.buffer is None:
+                raise ValueError(f"{str(path)!r} has no buffer/ to take tasks from; pass `tasks` (a JSONL file)")
+            pool = _tasks_from_transitions(em.buffer.transitions)
+        elif isinstance(tasks, (str, os.PathLike)):
+            pool = tasks_from_trajectories([tasks])
+        elif tasks and isinstance(tasks[0], (str, os.PathLike)):
+            pool = tasks_from_trajectories(list(tasks))  # type: ignore[arg-type]
+        else:
+            pool = list(tasks)  # type: ignore[arg-type]
+        if not pool:
+            raise ValueError("SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`")
+        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back)
+
+    def add_tasks(self, tasks: Sequence[SyntheticTask]) -> None:
+        """Add (curriculum) tasks to the pool; they can be sampled by the next resets."""
+        self.tasks.extend(tasks)
+
+    # ------------------------------------------------------------ TextEnvBase hooks
+    def _num_tasks(self, split: str) -> int:
+        return len(self.tasks)
+
+    def _start(self, slot: int, split: str, task_index: int) -> TextObs:
+        task = self.tasks[task_index]
+        self._task[slot] = task
+        self._history[slot] = []
+        self._episodes += 1
+        self._episode_ids[slot] = f"synthetic-{id(self):x}-{self._episodes}"
+        acts = task.available_actions or self._infer(task, task.initial_state)
+        return TextObs(task.task_id, task.instruction, task.initial_state, list(acts))
+
+    def _infer(self, task: SyntheticTask, state: str) -> list[str]:
+        try:
+            return list(self._real_cls.infer_available_actions(task.instruction, state, task.initial_state))
+        except Exception:  # noqa: BLE001 - a model-written state must never crash the env
+            return []
+
+    def _act(self, slot: int, action: str) -> TextStep:
+        return self._act_slots([slot], [action])[0]
+
+    def _act_slots(self, slots: list[int], actions: list[str]) -> list[TextStep]:
+        out: dict[int, TextStep] = {}
+        calls: list[tuple[int, str]] = []
+        for slot, action in zip(slots, actions, strict=True):
+            cur = self.current(slot)
+            if is_valid_action(action, cur.available_actions):
+                calls.append((slot, action))
+            else:  # invalid action: a no-op, like the real env, without calling the model
+                out[slot] = TextStep(cur.observation, list(cur.available_actions), invalid=True)
+        if calls:
+            queries = [
+                ExperienceQuery(self._task[s].instruction, list(self._history[s]), self.current(s).observation, a,
+                                exclude_id=self._episode_ids[s])
+                for s, a in calls
+            ]
+            self.model_calls += len(queries)
+            try:
+                preds = self.experience.predict(queries)
+            except Exception as e:  # noqa: BLE001 - generation failure is a sim error, never a crash
+                preds = [None] * len(queries)
+                self.last_error = f"{type(e).__name__}: {e}"
+            for (slot, action), q, pred in zip(calls, queries, preds, strict=True):
+                out[slot] = self._outcome(slot, action, q, pred)
+        return [out[s] for s in slots]
+
+    def _outcome(self, slot: int, action: str, q: ExperienceQuery, pred) -> TextStep:
+        self._history[slot].append(action)
+        if pred is None or not pred.ok:
+            self.sim_errors += 1
+            return TextStep(FAILURE_STATE, [], reward=0.0, terminated=True, sim_error=True,
+                            info={"error": getattr(pred, "error", "generation failed")})
+        task = self._task[slot]
+        reward = float(pred.reward)
+        step = TextStep(
+            pred.next_state, self._infer(task, pred.next_state), reward=reward, score=float(pred.score),
+            terminated=bool(pred.done), success=bool(pred.done) and reward >= 1.0, reasoning=pred.reasoning,
+        )
+        if self.write_back and self.experience.buffer is not None:
+            self.experience.buffer.add([Transition(
+                task_id=task.task_id, instruction=task.instruction, step=len(self._history[slot]) - 1,
+                state=q.state, action=action, next_state=pred.next_state, reward=reward, done=bool(pred.done),
+                success=step.success, source="synthetic", env=self.real_env, split="train",
+                reasoning=pred.reasoning, score=float(pred.score), terminated=bool(pred.done),
+                trajectory_id=self._episode_ids[slot],
+            )])
+        return step
+
+    @property
+    def sim_error_rate(self) -> float:
+        """Share of model calls whose output did not parse."""
+        return self.sim_errors / max(self.model_calls, 1)
+
+
+def _tasks_from_transitions(transitions: Sequence[Transition]) -> list[SyntheticTask]:
+    seen: dict[str, SyntheticTask] = {}
+    for t in transitions:
+        if t.step == 0 and t.split == "train" and t.source != "synthetic" and t.task_id not in seen:
+            seen[t.task_id] = SyntheticTask(t.task_id, t.instruction, t.state, list(t.available_actions))
+    return list(seen.values())
+
+
+_DEFAULT_TASK = SyntheticTask(
+    "synthetic-default-0",
+    "i need a red cotton t-shirt in size large, and price lower than 30.00 dollars",
+    "[page] search\n[search box]",
+    ["search[<query>]"],
+)
+
+
+def _tiny_untrained_experience() -> ExperienceModel:
+    """A tiny *untrained* experience model (spec checks and tests only; its outputs are noise)."""
+    from dreamgym.modeling.factory import build_model
+    from dreamgym.modeling.tokenizer import train_tokenizer
+    from dreamgym.modeling.tokenizer_cli import FORMAT_SNIPPETS
+
+    corpus = list(FORMAT_SNIPPETS) * 20 + [_DEFAULT_TASK.instruction, _DEFAULT_TASK.initial_state] * 20
+    tok = train_tokenizer(corpus, vocab_size=300)
+    model = build_model("tiny", tok, max_positions=1024)
+    return ExperienceModel(model, tok, ExperienceFormat(k=0), buffer=None, max_new_tokens=16, batch_size=8)
+

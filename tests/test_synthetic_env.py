@@ -1,0 +1,123 @@
+"""SyntheticEnv: same specs as the real env, invalid no-ops, parse failures, batched model steps, from_checkpoint."""
+
+import pytest
+import torch
+from experience_toy import toy_trajectories, write_toy
+from torchrl.envs.utils import check_env_specs
+
+from dreamgym.envs.base import as_text_list
+from dreamgym.envs.registry import make_env
+from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, is_valid_action, tasks_from_trajectories
+from dreamgym.modeling.experience import ExperienceModel
+from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat, build_target
+from dreamgym.retrieval import HashingEncoder, ReplayBuffer
+
+ITEM_PAGE = "[page] item | b01\n[button] back to search\n[button] < prev\n[title] red shirt\n[button] buy now"
+DONE_PAGE = "[page] done\n[text] thank you for shopping with us!\n[score] 1.0000"
+TASK = SyntheticTask("t0", "i want a red shirt", "[page] search\n[search box]", ["search[<query>]"])
+
+
+class ScriptedExperience(ExperienceModel):
+    """The real prompt/retrieval/parse path with canned generations (records its prompts)."""
+
+    def __init__(self, outputs, buffer=None):
+        from dreamgym.envs.synthetic import _tiny_untrained_experience
+
+        tiny = _tiny_untrained_experience()
+        super().__init__(tiny.model, tiny.tokenizer, ExperienceFormat(k=1), buffer)
+        self.outputs, self.prompts_seen = list(outputs), []
+
+    def generate(self, prompts, max_new_tokens=None):
+        self.prompts_seen += prompts
+        return [self.outputs.pop(0) for _ in prompts]
+
+
+def test_default_env_passes_check_env_specs():
+    check_env_specs(SyntheticEnv(batch_size=[2]))
+    check_env_specs(make_env("synthetic", batch_size=[2]))
+
+
+def test_specs_equal_the_real_env():
+    syn, real = SyntheticEnv(batch_size=[3]), make_env("webshop", batch_size=[3])
+    for name in ("observation_spec", "action_spec", "reward_spec", "done_spec"):
+        assert getattr(syn, name) == getattr(real, name), name
+    assert syn.batch_size == real.batch_size
+
+
+def test_valid_action_rule():
+    assert is_valid_action("search[red shirt]", ["search[<query>]"])
+    assert not is_valid_action("search[ ]", ["search[<query>]"])
+    assert is_valid_action("click[Buy Now]", ["click[buy now]"]) and not is_valid_action("click[x]", ["click[y]"])
+
+
+def test_invalid_action_is_a_noop_without_model_call():
+    env = SyntheticEnv(ScriptedExperience([]), [TASK], batch_size=[1])
+    td = env.reset()
+    td["action"] = ["click[buy now]"]  # not available on the search page
+    out = env.step(td)["next"]
+    assert out["invalid"].item() and not out["done"].item() and out["reward"].item() == 0.0
+    assert as_text_list(out["observation"]) == [TASK.initial_state] and env.model_calls == 0
+
+
+def test_unparseable_output_is_failure_state_and_counted():
+    env = SyntheticEnv(ScriptedExperience(["<next> half a state", build_target(ITEM_PAGE, 0, False)]), [TASK],
+                       batch_size=[2])
+    td = env.reset()
+    td["action"] = ["search[red shirt]", "search[red shirt]"]
+    out = env.step(td)["next"]
+    assert out["sim_error"].squeeze(-1).tolist() == [True, False]
+    assert out["terminated"].squeeze(-1).tolist() == [True, False]
+    assert out["reward"].squeeze(-1).tolist() == [0.0, 0.0]
+    obs = as_text_list(out["observation"])
+    assert obs[0] == FAILURE_STATE and obs[1] == ITEM_PAGE
+    assert as_text_list(out["available_actions"])[0] == []
+    assert env.sim_errors == 1 and env.model_calls == 2 and env.sim_error_rate == 0.5
+
+
+def test_untrained_model_never_raises():
+    env = SyntheticEnv(batch_size=[2])  # tiny untrained model: noise, so sim errors, never an exception
+    td = env.reset()
+    td["action"] = ["search[red shirt]", "click[nothing]"]
+    out = env.step(td)["next"]
+    assert out["sim_error"][0].item() and out["invalid"][1].item() and env.sim_errors == 1
+
+
+def test_batched_steps_reward_reasoning_actions_and_write_back():
+    buf = ReplayBuffer(HashingEncoder(dim=32))
+    buf.add([t for traj in toy_trajectories(4) for t in traj.transitions])
+    em = ScriptedExperience([
+        build_target(ITEM_PAGE, 0, False, 0, reasoning="clicking opens the item"),
+        build_target(DONE_PAGE, 1, True, 1, reasoning="the item matches"),
+    ], buffer=buf)
+    env = SyntheticEnv(em, [TASK], batch_size=[1], write_back=True)
+    td = env.reset()
+    td["action"] = ["search[red shirt]"]
+    td = env.step(td)["next"]
+    assert as_text_list(td["reasoning"]) == ["clicking opens the item"]
+    # the new state's actions come from the real env's rule applied to the generated text
+    assert as_text_list(td["available_actions"])[0] == ["click[back to search]", "click[< prev]", "click[buy now]"]
+    td["action"] = ["click[buy now]"]
+    td = env.step(td)["next"]
+    assert td["reward"].item() == 1.0 and td["success"].item() and td["terminated"].item() and td["done"].item()
+    assert "<history> search[red shirt]" in em.prompts_seen[1] and em.prompts_seen[1].count("<ref>") == 1
+    assert len(buf) == 12 + 2 and buf.transitions[-1].source == "synthetic"
+
+
+def test_from_checkpoint_and_frozen_model(tmp_path):
+    from dreamgym.envs.synthetic import _tiny_untrained_experience
+
+    path = write_toy(tmp_path / "train.jsonl", 6)
+    em = _tiny_untrained_experience()
+    em.buffer = ReplayBuffer.from_files([path], HashingEncoder(dim=32))
+    em.save_pretrained(tmp_path / "model")
+    env = SyntheticEnv.from_checkpoint(tmp_path / "model", tasks=str(path), batch_size=[2], max_new_tokens=4)
+    assert len(env.tasks) == len(tasks_from_trajectories([path])) == 6 and len(env.experience.buffer) == 18
+    assert not any(p.requires_grad for p in env.experience.model.parameters()) and not env.experience.model.training
+    env2 = SyntheticEnv.from_checkpoint(tmp_path / "model", batch_size=[1])  # tasks from the buffer
+    assert {t.task_id for t in env2.tasks} == {t.task_id for t in env.tasks}
+    env.add_tasks([TASK])
+    assert env.num_tasks() == 7
+    td = env.reset(env.reset().set("task_index", torch.tensor([[6], [6]])))
+    assert as_text_list(td["task_id"]) == ["t0", "t0"]
+    with pytest.raises(FileNotFoundError, match="experience_format.json"):
+        SyntheticEnv.from_checkpoint(tmp_path)
