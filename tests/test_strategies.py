@@ -2,10 +2,15 @@
 
 Multi-process runs go through the real CLI in a subprocess (``python -m dreamgym fit --config
 configs/strategies/X.yaml`` with CPU overrides), so Lightning's launcher and DeepSpeed's process group
-never touch the pytest process. The model is :class:`ToyPolicy`, a LightningModule shaped like our RL
-module: manual optimisation, one optimizer, several minibatch updates per ``training_step``, gradient
-clipping by norm, and a frozen reference network. The subprocesses import it from this file
-(``PYTHONPATH=tests``, ``class_path: test_strategies.ToyPolicy``).
+never touch the pytest process. Two models:
+
+* :class:`ToyPolicy`, shaped like our RL module (manual optimisation, one optimizer, several minibatch
+  updates per ``training_step``, clipping by norm, a frozen reference net) but with SGD, so the size of
+  the parameter change proves clipping (ZeRO-2 checkpoint/consolidation/resume, ZeRO-3 shards);
+* the real :class:`models.policy_rl.PolicyRL` from ``configs/webshop_real_grpo.yaml`` with tiny overrides
+  (GRPO on the real WebShop env, 2 ranks), under DDP and ZeRO-2: replicas stay identical.
+
+Subprocesses import this file (``PYTHONPATH=tests``, ``class_path: test_strategies.ToyPolicy``).
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import rl_toy  # registers the "letters" env, also in the CLI subprocesses that import this module
 import torch
 import yaml
-from lightning.pytorch import LightningDataModule, LightningModule
+from lightning.pytorch import Callback, LightningDataModule, LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -69,17 +75,27 @@ class ToyPolicy(LightningModule):
         return torch.optim.SGD([p for p in self.parameters() if p.requires_grad], lr=self.lr)
 
     def on_train_end(self):
-        """Write ``rank<r>.json`` (steps, world size) and, unless ZeRO-3 shards them, ``rank<r>.pt`` (params)."""
-        out = Path(self.trainer.default_root_dir)
-        rank = self.trainer.global_rank
-        info = dict(
-            first_step=self._first_step,
-            global_step=int(self.trainer.global_step),
-            world_size=self.trainer.world_size,
-        )
-        (out / f"rank{rank}.json").write_text(json.dumps(info))
-        if not getattr(self.trainer.strategy, "zero_stage_3", False):
-            torch.save({k: v.detach().clone() for k, v in self.state_dict().items()}, out / f"rank{rank}.pt")
+        _dump_rank(self.trainer, self, first_step=self._first_step)
+
+
+def _dump_rank(trainer, module: LightningModule, **info) -> None:
+    """Write ``rank<r>.json`` (steps, world size, RL counters) and, unless ZeRO-3 shards them, ``rank<r>.pt``."""
+    out = Path(trainer.default_root_dir)
+    rank = trainer.global_rank
+    info.update(global_step=int(trainer.global_step), world_size=trainer.world_size)
+    schedule = getattr(module, "schedule", None)
+    if schedule is not None:
+        info.update(iteration=int(schedule.iteration), real_transitions=int(schedule.real_transitions))
+    (out / f"rank{rank}.json").write_text(json.dumps(info))
+    if not getattr(trainer.strategy, "zero_stage_3", False):
+        torch.save({k: v.detach().clone() for k, v in module.state_dict().items()}, out / f"rank{rank}.pt")
+
+
+class RankDump(Callback):
+    """Callback form of :func:`_dump_rank` for modules we do not own (PolicyRL)."""
+
+    def on_train_end(self, trainer, pl_module):
+        _dump_rank(trainer, pl_module)
 
 
 class ToyData(LightningDataModule):
@@ -95,7 +111,7 @@ class ToyData(LightningDataModule):
         return DataLoader(TensorDataset(x, self.scale * x.sum(1, keepdim=True)), batch_size=self.batch_size)
 
 
-def _fit(tmp_path: Path, *args: str, timeout: int = SUBPROCESS_TIMEOUT_S) -> subprocess.CompletedProcess:
+def _fit(tmp_path: Path, *args: str) -> None:
     """Run ``python -m dreamgym fit`` on ToyPolicy/ToyData in a subprocess; fail with its output on error."""
     cmd = [
         sys.executable, "-m", "dreamgym", "fit",
@@ -104,6 +120,11 @@ def _fit(tmp_path: Path, *args: str, timeout: int = SUBPROCESS_TIMEOUT_S) -> sub
         "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
         *args,
     ]  # fmt: skip
+    _run(cmd)
+
+
+def _run(cmd: list[str], timeout: int = SUBPROCESS_TIMEOUT_S) -> None:
+    """Run ``cmd`` from the repo root with ``tests/`` importable; fail with its output on error."""
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]), CUDA_VISIBLE_DEVICES=""
     )
@@ -112,7 +133,6 @@ def _fit(tmp_path: Path, *args: str, timeout: int = SUBPROCESS_TIMEOUT_S) -> sub
     assert proc.returncode == 0, (
         f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
     )
-    return proc
 
 
 def _initial_params() -> dict[str, torch.Tensor]:
@@ -121,7 +141,9 @@ def _initial_params() -> dict[str, torch.Tensor]:
 
 def _net_delta(params: dict[str, torch.Tensor], init: dict[str, torch.Tensor]) -> float:
     return float(
-        torch.sqrt(sum(((params[k].detach().float() - init[k]) ** 2).sum() for k in init if k.startswith("net.")))
+        torch.sqrt(
+            sum(((params[k].detach().float() - init[k]) ** 2).sum() for k in init if k.startswith("net."))
+        )
     )
 
 
@@ -217,24 +239,6 @@ def test_all_strategy_snippets_exist():
 
 
 @pytest.mark.slow
-def test_ddp_two_cpu_processes_keep_replicas_in_sync(tmp_path):
-    """configs/strategies/ddp.yaml on 2 CPU processes (gloo): every minibatch update is synchronised."""
-    _fit(
-        tmp_path,
-        "--config", "configs/strategies/ddp.yaml", *CPU_OVERRIDES,
-        "--trainer.devices", "2", "--trainer.strategy.init_args.process_group_backend", "gloo",
-        "--trainer.max_steps", "4",  # with manual optimisation, steps count optimizer steps: 2 batches here
-    )  # fmt: skip
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
-    assert all(r["world_size"] == 2 and r["global_step"] == 4 for r in ranks), ranks
-    p0, p1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
-    for k in p0:
-        assert torch.allclose(p0[k], p1[k], atol=1e-6), f"DDP replicas diverged on {k}"
-    _assert_trained_and_clipped(p0, n_updates=4)
-    assert list((tmp_path / "checkpoints").glob("*.ckpt")), "no checkpoint written"
-
-
-@pytest.mark.slow
 def test_deepspeed_zero2_two_cpu_processes_checkpoint_and_resume(tmp_path):
     """configs/strategies/deepspeed_zero2.yaml with the CPU strategy swapped in: 2 ranks, sharded
     optimizer checkpoint, consolidation to one fp32 file, then resume from the DeepSpeed checkpoint."""
@@ -286,3 +290,92 @@ def test_deepspeed_zero3_cpu_shards_parameters(tmp_path):
     assert {f"zero_pp_rank_{r}_mp_rank_00_model_states.pt" for r in (0, 1)} <= names, names
     merged = consolidate_deepspeed_checkpoint(ckpt, tmp_path / "merged.ckpt")["state_dict"]
     _assert_trained_and_clipped(merged, n_updates=4)
+
+
+# ---------------------------------------------------------------- PolicyRL (GRPO) under the strategies
+
+
+def _rl_overrides(tmp_path: Path) -> Path:
+    """Tiny overrides for ``configs/webshop_real_grpo.yaml``: a fresh ``tiny`` policy (toy tokenizer), 2 GRPO
+    iterations of 2 tasks x group 2 on the real WebShop env, short episodes, a checkpoint every step."""
+    tok = rl_toy.make_toy_tokenizer(tmp_path / "tok")
+    env = {"batch_size": 4, "max_steps": 2}
+    cfg = {
+        "trainer": {
+            "logger": False, "enable_progress_bar": False, "enable_model_summary": False,
+            "default_root_dir": str(tmp_path), "val_check_interval": 2, "limit_val_batches": 1,
+            "callbacks": [
+                {"class_path": "test_strategies.RankDump"},
+                {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                 "init_args": {"save_last": True, "every_n_train_steps": 1}},
+            ],
+        },
+        "model": {"init_args": {
+            "policy": {"init_args": {"path": None, "preset": "tiny", "tokenizer_path": tok, "max_positions": 512}},
+            "schedule": {"init_args": {"iterations": 2, "env": {"init_args": env}}},
+            "eval_env": {"init_args": {"batch_size": 2, "max_steps": 2}},
+            "collector": {"init_args": {"max_new_tokens": 4, "max_prompt_tokens": 128}},
+            "optimizer": {"init_args": {"lr": 1.0e-3}},
+            "tasks_per_batch": 2, "group_size": 2, "minibatches": 2, "save_dir": None,
+            "entropy_coef": 0.01,  # a gradient even when a fresh policy earns no reward (zero GRPO advantages)
+        }},
+        "data": {"init_args": {"eval_tasks": 4}},
+    }  # fmt: skip
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _fit_rl(tmp_path: Path, *args: str) -> None:
+    """``python -m dreamgym fit --config configs/webshop_real_grpo.yaml --config <tiny overrides> *args``."""
+    base = ["--config", "configs/webshop_real_grpo.yaml", "--config", str(_rl_overrides(tmp_path))]
+    _run([sys.executable, "-m", "dreamgym", "fit", *base, *args])
+
+
+def _assert_rl_replicas(tmp_path: Path, iterations: int = 2, minibatches: int = 2) -> dict[str, torch.Tensor]:
+    """Both ranks ran every iteration, counted the real transitions of both, and hold identical policies."""
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    for r in ranks:
+        assert r["world_size"] == 2 and r["iteration"] == iterations, ranks
+        assert r["global_step"] == iterations * minibatches, ranks
+    assert ranks[0]["real_transitions"] == ranks[1]["real_transitions"] > 0, ranks
+    p0, p1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    for k in p0:
+        assert torch.allclose(p0[k], p1[k], atol=1e-6), f"policy replicas diverged on {k}"
+    from dreamgym.modeling import LanguageModel
+
+    fresh, _ = LanguageModel(preset="tiny", tokenizer_path=str(tmp_path / "tok"), max_positions=512).build()
+    assert any(not torch.equal(p0[f"model.{k}"], v) for k, v in fresh.state_dict().items()), (
+        "policy did not train"
+    )
+    return p0
+
+
+@pytest.mark.slow
+def test_policy_rl_grpo_ddp_two_cpu_processes(tmp_path):
+    """PolicyRL through the CLI with configs/strategies/ddp.yaml on 2 CPU processes."""
+    _fit_rl(
+        tmp_path,
+        "--config", "configs/strategies/ddp.yaml", *CPU_OVERRIDES,
+        "--trainer.devices", "2", "--trainer.strategy.init_args.process_group_backend", "gloo",
+    )  # fmt: skip
+    _assert_rl_replicas(tmp_path)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["dreamgym_rl"]["schedule"], "RL state missing from the DDP checkpoint"
+
+
+@pytest.mark.slow
+def test_policy_rl_grpo_deepspeed_zero2_two_cpu_processes(tmp_path):
+    """PolicyRL through the CLI with configs/strategies/deepspeed_zero2.yaml (CPU strategy swapped in)."""
+    from dreamgym.strategies import deepspeed_checkpoint_files
+
+    _fit_rl(
+        tmp_path,
+        "--config", "configs/strategies/deepspeed_zero2.yaml", *CPU_OVERRIDES,
+        "--trainer.strategy.class_path", "dreamgym.strategies.CPUDeepSpeedStrategy", "--trainer.devices", "2",
+    )  # fmt: skip
+    _assert_rl_replicas(tmp_path)
+    files = {p.name: p for p in deepspeed_checkpoint_files(tmp_path / "checkpoints" / "last.ckpt")}
+    assert {f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt" for r in (0, 1)} <= set(files), sorted(files)
+    states = torch.load(files["mp_rank_00_model_states.pt"], weights_only=False)
+    assert states["dreamgym_rl"]["schedule"], "RL state missing from the DeepSpeed checkpoint"
