@@ -1,0 +1,58 @@
+"""Fidelity metrics: token F1 by hand, meter counts (parse failures count as wrong), open-loop replay."""
+
+import pytest
+from experience_toy import toy_trajectories
+
+from dreamgym.fidelity import FidelityMeter, open_loop_eval, token_f1
+from dreamgym.modeling.formats import ParsedOutcome
+
+
+def test_token_f1_by_hand():
+    assert token_f1("a b c", "a b d e") == pytest.approx(2 * (2 / 3) * (2 / 4) / (2 / 3 + 2 / 4))
+    assert token_f1("", "") == 1.0 and token_f1("x", "") == 0.0 and token_f1("A a", "a a") == 1.0
+
+
+def test_meter_counts_and_copy_baseline():
+    m = FidelityMeter()
+    m.update(ParsedOutcome(True, "s1 x", 1.0, True, 1.0), "s0", "s1  x", 1.0, True)  # all right, success
+    m.update(ParsedOutcome(True, "s2", 1.0, False), "s1", "s3", 0.0, False)  # false success, wrong state
+    m.update(ParsedOutcome(False, error="no <end>"), "s3", "s3", 0.0, False)  # parse failure: wrong everywhere
+    m.update(ParsedOutcome(True, "s4", 0.0, True), "s4", "s5", 1.0, True)  # missed success
+    out = m.compute()
+    assert out["n"] == 4 and out["parse_fail_rate"] == 0.25
+    assert out["reward_acc"] == 0.25 and out["done_acc"] == 0.75 and out["state_exact"] == 0.25
+    assert out["success_precision"] == 0.5 and out["success_recall"] == 0.5 and out["success_f1"] == 0.5
+    assert out["copy_state_token_f1"] == pytest.approx(1 / 4)  # only "s3" -> "s3" copies right
+    m.reset()
+    assert m.compute()["n"] == 0
+
+
+class _Oracle:
+    """Answers from the real trajectories (perfect model) or always fails to parse."""
+
+    def __init__(self, trajs, broken=False):
+        self.table = {(t.state, t.action): t for tr in trajs for t in tr.transitions}
+        self.broken, self.calls = broken, 0
+
+    def predict(self, queries):
+        self.calls += 1
+        if self.broken:
+            return [ParsedOutcome(False, error="x") for _ in queries]
+        out = []
+        for q in queries:
+            t = self.table[(q.state, q.action)]
+            out.append(ParsedOutcome(True, t.next_state, t.reward, t.done, t.score))
+        return out
+
+
+def test_open_loop_perfect_and_broken_models():
+    trajs = toy_trajectories(5, "test", 3)
+    good = open_loop_eval(_Oracle(trajs), trajs)
+    assert good["open_loop_reward_acc"] == 1.0 and good["open_loop_state_token_f1"] == 1.0 and good["n"] == 5
+    oracle = _Oracle(trajs)
+    open_loop_eval(oracle, trajs)
+    assert oracle.calls == 3  # all trajectories advance together: one batched call per step
+    bad = open_loop_eval(_Oracle(trajs, broken=True), trajs)
+    successes = sum(t.success for t in trajs)
+    assert bad["open_loop_parse_fail_rate"] == 1.0
+    assert bad["open_loop_reward_acc"] == pytest.approx(1 - successes / 5)  # final reward 0 is right only on failures
