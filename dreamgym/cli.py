@@ -32,6 +32,8 @@ def _lightning_cli(argv: list[str], run: bool = True):
     from lightning.pytorch import LightningDataModule, LightningModule
     from lightning.pytorch.cli import LightningCLI
 
+    import dreamgym.strategies  # noqa: F401  (registers the deepspeed_cpu* names for --trainer.strategy)
+
     class DreamGymCLI(LightningCLI):
         def add_arguments_to_parser(self, parser):
             # Values that must agree are given once. A link whose source does not exist for the chosen
