@@ -182,6 +182,26 @@ def test_cpu_deepspeed_names_are_registered_for_trainer_strategy():
     assert StrategyRegistry["deepspeed_stage_2"]["strategy"] is not CPUDeepSpeedStrategy
 
 
+def test_cli_accepts_cpu_deepspeed_name_and_keeps_snippet_config(tmp_path):
+    """``--trainer.strategy deepspeed_cpu_stage_3`` resolves in the CLI, and swapping the class of a GPU
+    snippet keeps its DeepSpeed config (parse + instantiate only, nothing runs)."""
+    from dreamgym.cli import _lightning_cli
+    from dreamgym.strategies import CPUDeepSpeedStrategy
+
+    common = ["--model", "test_strategies.ToyPolicy", "--data", "test_strategies.ToyData",
+              "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)]  # fmt: skip
+    cli = _lightning_cli([*common, "--trainer.strategy", "deepspeed_cpu_stage_3"], run=False)
+    assert isinstance(cli.trainer.strategy, CPUDeepSpeedStrategy) and cli.trainer.strategy.zero_stage_3
+    swapped = [
+        "--config", str(REPO / "configs/strategies/deepspeed_zero2.yaml"), *CPU_OVERRIDES,
+        "--trainer.strategy.class_path", "dreamgym.strategies.CPUDeepSpeedStrategy", "--trainer.devices", "1",
+    ]  # fmt: skip
+    strategy = _lightning_cli([*common, *swapped], run=False).trainer.strategy
+    assert isinstance(strategy, CPUDeepSpeedStrategy)
+    snippet = yaml.safe_load((REPO / "configs/strategies/deepspeed_zero2.yaml").read_text())
+    assert strategy.config == snippet["trainer"]["strategy"]["init_args"]["config"]
+
+
 def test_cpu_deepspeed_rejects_nccl_with_a_fix():
     from dreamgym.strategies import CPUDeepSpeedStrategy
 
