@@ -20,6 +20,7 @@ Validation/test run the policy greedily on a fixed set of held-out real tasks (`
 from __future__ import annotations
 
 import copy
+import os
 import time
 from typing import Any
 
@@ -115,6 +116,13 @@ class PolicyRL(L.LightningModule):
                 f"minibatches ({minibatches}), ppo_epochs ({ppo_epochs}), group_size ({group_size}) and "
                 f"tasks_per_batch ({tasks_per_batch}) must all be >= 1"
             )
+        if policy.path is not None and not os.path.isdir(policy.path):
+            raise FileNotFoundError(
+                f"policy path {policy.path!r} does not exist: warm-start the policy first with "
+                "`python -m dreamgym fit --config configs/webshop_policy_sft.yaml` (or run the whole chain: "
+                "`python -m dreamgym pipeline --config configs/pipeline_webshop.yaml`)"
+            )
+        schedule.check()
         self.model, self.tokenizer = policy.build()
         self.critic = critic
         if critic is not None:

@@ -39,6 +39,9 @@ class EnvSpec:
         self.name, self.split, self.batch_size = name, split, batch_size
         self.max_steps, self.seed, self.kwargs = max_steps, seed, dict(kwargs or {})
 
+    def check(self) -> None:
+        """Fail early (at config time) if the env cannot be built; real envs need nothing."""
+
     def build(self):
         """The env instance."""
         from dreamgym.envs.registry import make_env
@@ -81,13 +84,16 @@ class SyntheticEnvSpec(EnvSpec):
         super().__init__(real_env, split, batch_size, max_steps, seed, kwargs)
         self.checkpoint, self.real_env = checkpoint, real_env
 
-    def build(self):
+    def check(self) -> None:
         if not os.path.isdir(self.checkpoint):
             raise FileNotFoundError(
                 f"SyntheticEnvSpec.checkpoint={self.checkpoint!r} does not exist: train and export the "
                 "experience model first with `python -m dreamgym fit --config configs/webshop_experience_sft.yaml` "
                 "(or run the whole chain: `python -m dreamgym pipeline --config configs/pipeline_webshop.yaml`)"
             )
+
+    def build(self):
+        self.check()
         from dreamgym.envs.synthetic import SyntheticEnv
 
         return SyntheticEnv.from_checkpoint(

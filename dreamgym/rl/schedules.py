@@ -53,6 +53,11 @@ class Schedule:
         raise NotImplementedError
 
     # -- public API
+    def check(self) -> None:
+        """Check every env spec can be built (e.g. the experience model exists); raise naming the fix."""
+        for spec in self.env_specs().values():
+            spec.check()
+
     def env(self, phase: str):
         """The (cached) env of ``phase``."""
         if phase not in self._envs:
