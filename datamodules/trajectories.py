@@ -21,12 +21,20 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
-from dreamgym.modeling.formats import ExperienceFormat, Neighbour, build_prompt, target_parts, terminated_of
+from dreamgym.modeling.formats import (
+    ExperienceFormat,
+    Neighbour,
+    build_prompt,
+    build_variation_prompt,
+    build_variation_target,
+    target_parts,
+    terminated_of,
+)
 from dreamgym.retrieval import ReplayBuffer, make_encoder
 from dreamgym.retrieval.buffer import EXCLUDE_MODES
 from dreamgym.schema import Trajectory, Transition, read_trajectories
 
-__all__ = ["TrajectoryDataModule", "make_examples", "load_trajectory_files"]
+__all__ = ["TrajectoryDataModule", "make_examples", "variation_examples", "load_trajectory_files"]
 
 
 def load_trajectory_files(paths: list[str], role: str) -> list[Trajectory]:
@@ -95,6 +103,35 @@ def make_examples(
     return [_example(fmt, traj, t, nb) for (traj, t), nb in zip(pairs, neighbours, strict=True)]
 
 
+def variation_examples(trajectories: list[Trajectory], n_pairs: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Task-variation SFT pairs (curriculum): seed instruction -> a similar instruction of another task.
+
+    The "variant" of an instruction is its nearest train instruction of a different task (hashing
+    embedding), i.e. a sibling from the same product family with other constraints (options, price),
+    which teaches the backbone to keep the action types and change the constraints.
+    """
+    from dreamgym.retrieval import HashingEncoder
+
+    tasks: dict[str, str] = {}
+    for traj in trajectories:
+        tasks.setdefault(traj.task_id, traj.instruction)
+    ids, texts = list(tasks), list(tasks.values())
+    if n_pairs <= 0 or len(texts) < 2:
+        return []
+    vecs = HashingEncoder(dim=512).encode(texts)
+    sims = vecs @ vecs.T
+    for i in range(len(texts)):
+        sims[i, i] = -1.0
+    order = random.Random(seed).sample(range(len(texts)), min(n_pairs, len(texts)))
+    out = []
+    for i in order:
+        j = int(sims[i].argmax())
+        out.append({"prompt": build_variation_prompt(texts[i]), "reasoning": "",
+                    "outcome": build_variation_target(texts[j]), "kind": "variation",
+                    "task_id": ids[i], "variant_task_id": ids[j]})
+    return out
+
+
 def _collate(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return batch
 
@@ -119,7 +156,9 @@ class TrajectoryDataModule(L.LightningDataModule):
         eval_batch_size: val/test batch size.
         max_eval_examples: cap on val/test examples (a fixed random subset; None = all).
         num_workers: dataloader workers.
-        seed: seed for the val/test subset.
+        seed: seed for the val/test subset and the variation pairs.
+        variation_pairs: add this many task-variation SFT pairs to the train set (0 = none; see
+            :func:`variation_examples`; used by ``ExperienceModel.vary_task`` for the curriculum).
     """
 
     def __init__(
@@ -141,6 +180,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         max_eval_examples: int | None = 128,
         num_workers: int = 0,
         seed: int = 0,
+        variation_pairs: int = 0,
     ):
         super().__init__()
         if exclude not in EXCLUDE_MODES:
@@ -157,6 +197,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.skip_invalid = skip_invalid
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.max_eval_examples, self.num_workers, self.seed = max_eval_examples, num_workers, seed
+        self.variation_pairs = variation_pairs
         self.buffer: ReplayBuffer | None = None
         self.train_trajectories: list[Trajectory] = []
         self._examples: dict[str, list[dict[str, Any]]] = {}
@@ -169,7 +210,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         if "train" not in self._examples and stage in (None, "fit"):
             self._examples["train"] = make_examples(
                 self.train_trajectories, self.format, self.buffer, self.exclude, self.skip_invalid
-            )
+            ) + variation_examples(self.train_trajectories, self.variation_pairs, self.seed)
         for split, files in (("val", self.val_files), ("test", self.test_files)):
             if split not in self._examples and files:
                 self._examples[split] = self.eval_examples(load_trajectory_files(files, split))

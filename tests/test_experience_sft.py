@@ -156,3 +156,16 @@ def test_cli_fit_exports_and_resumes(toy_data, tmp_path):
 def test_language_model_spec_builds_tiny(toy_data):
     model, tok = LanguageModel(preset="tiny", tokenizer_path=str(toy_data["tok"])).build()
     assert model.config.hidden_size == 64 and len(tok) == model.config.vocab_size
+
+
+def test_variation_pairs_pair_different_tasks(toy_data):
+    from dreamgym.modeling.formats import parse_variation
+
+    dm = TrajectoryDataModule([str(toy_data["train"])], k=0, variation_pairs=5)
+    dm.setup("fit")
+    var = [ex for ex in dm.examples("train") if ex.get("kind") == "variation"]
+    assert len(var) == 5 and len(dm.examples("train")) == 72 + 5
+    instr = {traj.task_id: traj.instruction for traj in toy_trajectories(24)}
+    for ex in var:
+        assert ex["task_id"] != ex["variant_task_id"] and ex["prompt"].startswith("<vary> " + instr[ex["task_id"]])
+        assert parse_variation(ex["outcome"]) == instr[ex["variant_task_id"]]
