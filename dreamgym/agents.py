@@ -180,3 +180,4 @@ def _webshop_expert(env: Any = None, **kwargs: Any) -> Agent:
 
 
 register_expert("webshop", _webshop_expert)
+register_expert("alfworld", "dreamgym.envs.alfworld.expert:make_alfworld_expert")

@@ -43,4 +43,5 @@ def make_env(name: str, **kwargs: Any):
 
 # Built-in envs. Later modules join here, one line each.
 register_env("webshop", "dreamgym.envs.webshop.env:WebShopEnv")
+register_env("alfworld", "dreamgym.envs.alfworld.env:ALFWorldEnv")
 register_env("synthetic", "dreamgym.envs.synthetic:SyntheticEnv")

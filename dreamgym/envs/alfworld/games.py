@@ -17,7 +17,7 @@ import gzip
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dreamgym.envs.alfworld import gen
@@ -66,6 +66,7 @@ class GameRecord:
         walkthrough: the stored plan (empty if unknown).
         params: generator parameters (None for real ALFWorld games).
         sha1: expected problem hash (generated games).
+        targets: ALFRED type names of the goal: ``obj``, ``recep`` and/or ``toggle``.
     """
 
     name: str
@@ -75,6 +76,7 @@ class GameRecord:
     walkthrough: list[str]
     params: gen.GameParams | None = None
     sha1: str = ""
+    targets: dict[str, str] = field(default_factory=dict)
 
     @property
     def task_id(self) -> str:
@@ -146,9 +148,18 @@ class GameSet:
             for g in load_manifest(manifest)["games"]:
                 p = gen.GameParams(**_params(g))
                 path = self.cache_dir / "json_2.1.1" / p.split / p.name / "game.tw-pddl"
+                look = p.task_type == "look_at_obj_in_light"
+                targets = {"obj": p.obj, "toggle": p.recep} if look else {"obj": p.obj, "recep": p.recep}
                 self._games[p.split].append(
                     GameRecord(
-                        p.name, p.split, p.task_type, path, list(g["walkthrough"]), p, g.get("sha1", "")
+                        p.name,
+                        p.split,
+                        p.task_type,
+                        path,
+                        list(g["walkthrough"]),
+                        p,
+                        g.get("sha1", ""),
+                        targets,
                     )
                 )
 
@@ -165,13 +176,16 @@ class GameSet:
                 traj = game.parent / "traj_data.json"
                 if not traj.exists() or "movable" in rel or "Sliced" in rel:
                     continue
-                task_type = json.loads(traj.read_text())["task_type"]
+                tdata = json.loads(traj.read_text())
+                task_type = tdata["task_type"]
                 data = json.loads(game.read_text())
                 if task_type not in gen.TASK_TYPES or not data.get("solvable", False):
                     continue
-                self._games[split].append(
-                    GameRecord(rel, split, task_type, game, list(data.get("walkthrough") or []))
-                )
+                pp = tdata.get("pddl_params", {})
+                keys = (("obj", "object_target"), ("recep", "parent_target"), ("toggle", "toggle_target"))
+                targets = {k: pp[src] for k, src in keys if pp.get(src)}
+                walk = list(data.get("walkthrough") or [])
+                self._games[split].append(GameRecord(rel, split, task_type, game, walk, None, "", targets))
 
     def games(self, split: str) -> list[GameRecord]:
         """The games of ``split`` (``train``/``val``/``test`` or ALFWorld names), in a fixed order."""
@@ -208,6 +222,7 @@ def demangle(env) -> None:
     dm = Demangler(game_infos=env._entity_infos)
     for info in env._entity_infos.values():
         info.name = dm.demangle_alfred_name(info.id)
+    env._dreamgym_names = None  # names changed: summaries rebuild their name table
 
 
 def load_pddl_env(game: dict | str | Path, speedups: bool = True):

@@ -5,10 +5,12 @@ Stock TextWorld 1.7.0 spends its time re-doing pure work:
 * ``textgen._parse_and_convert`` re-parses (TatSu) each grammar template for every admissible
   command on every step;
 * ``Rule.parse_conjunctive_query`` re-parses each grammar condition on every use;
+* ``textgen.copy_context`` deep-copies the variable bindings (entity infos, placeholders) at every
+  symbol of every derivation, though the derivation only reads them (shallow copies suffice);
 * ``fast_downward.pddl2sas`` translates the PDDL problem to SAS (pure Python) at load *and* again at
   every reset, twice each time (plain and optimised translation).
 
-:func:`install` wraps the three functions with caches (returning deep copies where the caller mutates
+:func:`install` wraps these functions with caches (returning deep copies where the caller mutates
 the result), restores ``sys.argv`` that ``pddl2sas`` overwrites, and is idempotent; :func:`uninstall`
 puts the stock functions back. ``tests/test_alfworld_env.py`` checks that observations and admissible
 commands are the same with and without the caches.
@@ -53,6 +55,16 @@ def _cached_query(expr: str):
     return rule
 
 
+def _shallow_copy_context(context: dict) -> dict:
+    return {
+        "state": context["state"],
+        "facts": context["facts"],
+        "variables": dict(context["variables"]),
+        "mapping": dict(context["mapping"]),
+        "entity_infos": context["entity_infos"],
+    }
+
+
 def _cached_pddl2sas(domain: str, problem: str, verbose: bool = False, optimize=False):
     key = (hashlib.sha1(domain.encode()).digest(), hashlib.sha1(problem.encode()).digest(), bool(optimize))
     hit = _SAS_CACHE.get(key)
@@ -80,9 +92,11 @@ def install() -> None:
 
     _ORIGINALS["parse"] = textgen._parse_and_convert
     _ORIGINALS["pddl2sas"] = fast_downward.pddl2sas
+    _ORIGINALS["copy_context"] = textgen.copy_context
     _ORIGINALS["query"] = Rule.parse_conjunctive_query  # bound classmethod
     _ORIGINALS["query_descr"] = Rule.__dict__["parse_conjunctive_query"]
     textgen._parse_and_convert = _cached_parse_and_convert
+    textgen.copy_context = _shallow_copy_context
     Rule.parse_conjunctive_query = staticmethod(_cached_query)
     fast_downward.pddl2sas = _cached_pddl2sas
 
@@ -96,6 +110,7 @@ def uninstall() -> None:
     from textworld.logic import Rule
 
     textgen._parse_and_convert = _ORIGINALS["parse"]
+    textgen.copy_context = _ORIGINALS["copy_context"]
     Rule.parse_conjunctive_query = _ORIGINALS["query_descr"]
     fast_downward.pddl2sas = _ORIGINALS["pddl2sas"]
     _ORIGINALS.clear()
