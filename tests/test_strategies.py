@@ -259,16 +259,17 @@ def test_all_strategy_snippets_exist():
 
 
 @pytest.mark.slow
-def test_deepspeed_zero2_two_cpu_processes_checkpoint_and_resume(tmp_path):
-    """configs/strategies/deepspeed_zero2.yaml with the CPU strategy swapped in: 2 ranks, sharded
-    optimizer checkpoint, consolidation to one fp32 file, then resume from the DeepSpeed checkpoint."""
+def test_deepspeed_zero2_two_cpu_processes_clip_and_checkpoint(tmp_path):
+    """configs/strategies/deepspeed_zero2.yaml with the CPU strategy swapped in: 2 ranks stay identical,
+    DeepSpeed clips from its config, sharded optimizer checkpoint, consolidation to one fp32 file."""
     from dreamgym.strategies import consolidate_deepspeed_checkpoint, deepspeed_checkpoint_files
 
-    common = [
+    _fit(
+        tmp_path,
         "--config", "configs/strategies/deepspeed_zero2.yaml", *CPU_OVERRIDES,
         "--trainer.strategy.class_path", "dreamgym.strategies.CPUDeepSpeedStrategy", "--trainer.devices", "2",
-    ]  # fmt: skip
-    _fit(tmp_path, *common, "--trainer.max_steps", "4")
+        "--trainer.max_steps", "4",
+    )  # fmt: skip
     (ckpt,) = (tmp_path / "checkpoints").glob("*.ckpt")
     names = {p.name for p in deepspeed_checkpoint_files(ckpt)}
     assert "mp_rank_00_model_states.pt" in names
@@ -283,14 +284,6 @@ def test_deepspeed_zero2_two_cpu_processes_checkpoint_and_resume(tmp_path):
         assert torch.allclose(merged[k].float(), v.float(), atol=1e-6), (
             f"consolidated {k} differs from rank 0"
         )
-
-    resumed = tmp_path / "resumed"
-    _fit(resumed, *common, "--trainer.max_steps", "8", "--ckpt_path", str(ckpt))
-    info = json.loads((resumed / "rank0.json").read_text())
-    assert info["first_step"] == 4 and info["global_step"] == 8, info
-    params = torch.load(resumed / "rank0.pt")
-    _assert_trained_and_clipped(params, n_updates=8)
-    assert _net_delta(params, p0) > 0, "resumed run did not train"
 
 
 @pytest.mark.slow
@@ -385,17 +378,33 @@ def test_policy_rl_grpo_ddp_two_cpu_processes(tmp_path):
 
 
 @pytest.mark.slow
-def test_policy_rl_grpo_deepspeed_zero2_two_cpu_processes(tmp_path):
-    """PolicyRL through the CLI with configs/strategies/deepspeed_zero2.yaml (CPU strategy swapped in)."""
+def test_policy_rl_grpo_deepspeed_zero2_two_cpu_processes_and_resume(tmp_path):
+    """PolicyRL through the CLI with configs/strategies/deepspeed_zero2.yaml (CPU strategy swapped in),
+    then resumed from its DeepSpeed checkpoint: RL counters come back from DeepSpeed's client state."""
     from dreamgym.strategies import deepspeed_checkpoint_files
 
-    _fit_rl(
-        tmp_path,
+    ds = [
         "--config", "configs/strategies/deepspeed_zero2.yaml", *CPU_OVERRIDES,
         "--trainer.strategy.class_path", "dreamgym.strategies.CPUDeepSpeedStrategy", "--trainer.devices", "2",
-    )  # fmt: skip
-    _assert_rl_replicas(tmp_path)
-    files = {p.name: p for p in deepspeed_checkpoint_files(tmp_path / "checkpoints" / "last.ckpt")}
+    ]  # fmt: skip
+    _fit_rl(tmp_path, *ds)
+    p0 = _assert_rl_replicas(tmp_path)
+    ckpt = tmp_path / "checkpoints" / "last.ckpt"
+    files = {p.name: p for p in deepspeed_checkpoint_files(ckpt)}
     assert {f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt" for r in (0, 1)} <= set(files), sorted(files)
     states = torch.load(files["mp_rank_00_model_states.pt"], weights_only=False)
     assert states["dreamgym_rl"]["schedule"], "RL state missing from the DeepSpeed checkpoint"
+    first = json.loads((tmp_path / "rank0.json").read_text())
+
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    _fit_rl(
+        tmp_path, *ds, "--trainer.default_root_dir", str(resumed), "--ckpt_path", str(ckpt),
+        "--model.init_args.schedule.init_args.iterations", "3",
+    )  # fmt: skip
+    ranks = [json.loads((resumed / f"rank{r}.json").read_text()) for r in (0, 1)]
+    for r in ranks:
+        assert r["iteration"] == 3 and r["global_step"] == 6, ranks  # one more iteration, not three
+        assert r["real_transitions"] > first["real_transitions"], (ranks, first)
+    p_resumed = torch.load(resumed / "rank0.pt")
+    assert any(not torch.equal(p_resumed[k], v) for k, v in p0.items()), "resumed run did not train"
