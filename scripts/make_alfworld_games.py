@@ -68,7 +68,7 @@ def validate(params_dict: dict) -> dict:
     p = gen.GameParams(**params_dict)
     t0 = time.perf_counter()
     problem = gen.build_problem(p)
-    plan, times = solve(gen.game_json(p, problem=problem))
+    plan, times = solve(gen.game_json(p, problem=problem), gen.build_problem(p, relevant_only=True))
     out = {**times, "sha1": gen.problem_sha1(problem), "total_s": round(time.perf_counter() - t0, 3)}
     if not plan:
         return {**out, "ok": False, "reason": "planner found no plan"}

@@ -288,12 +288,20 @@ def _goal_pddl(p: GameParams) -> str:
     return text.replace("#", "-")
 
 
-def build_problem(p: GameParams) -> str:
-    """The PDDL problem text of game ``p`` (deterministic)."""
+def build_problem(p: GameParams, relevant_only: bool = False) -> str:
+    """The PDDL problem text of game ``p`` (deterministic).
+
+    With ``relevant_only`` the problem keeps only the goal's objects (target instances, the lamp) and
+    every receptacle: the planning problem ALFRED's own planner solves. In this domain other objects
+    never block a plan (receptacles have no capacity; the agent only picks up targets), so a plan of
+    the relevant problem is a plan of the game, and its search is far smaller.
+    """
     c = _constants()
     s = scene_layout(p.scene)
     rng = random.Random(f"scene-{p.scene}-{p.seed}-{p.task_type}-{p.obj}-{p.recep}")
     placed = _place_objects(p, s, rng)
+    if relevant_only:
+        placed = [x for x in placed if x[1] in (p.obj, p.recep)]
     otypes = sorted({t for _, t, _ in placed} | set(_REQUIRED_OTYPES))
     rtypes = sorted(s.rtypes | set(_REQUIRED_RTYPES))
     locs = {

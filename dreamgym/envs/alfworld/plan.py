@@ -13,7 +13,7 @@ import sys
 import time
 from types import SimpleNamespace
 
-__all__ = ["COMMAND_TEMPLATES", "display_names", "plan_to_commands", "solve"]
+__all__ = ["COMMAND_TEMPLATES", "display_names", "plan_to_commands", "problem_objects", "solve"]
 
 COMMAND_TEMPLATES = {
     "gotolocation": "go to {r}",
@@ -56,14 +56,25 @@ def plan_to_commands(plan: list[str], task, names: dict[str, str]) -> list[str]:
     return out
 
 
-def solve(game: dict) -> tuple[list[str], dict]:
-    """Plan for ``game`` (a ``game.tw-pddl`` dict); returns (commands or [], timings in seconds)."""
+def problem_objects(problem: str) -> list[str]:
+    """Object names declared in a PDDL problem's ``(:objects ...)`` section (lower-cased, as the planner)."""
+    section = problem.split("(:objects", 1)[1].split(")", 1)[0]
+    return [line.split(" - ")[0].strip().lower() for line in section.splitlines() if " - " in line]
+
+
+def solve(game: dict, planning_problem: str | None = None) -> tuple[list[str], dict]:
+    """Plan for ``game`` (a ``game.tw-pddl`` dict); returns (commands or [], timings in seconds).
+
+    ``planning_problem`` (e.g. the game restricted to its relevant objects) is searched instead of the
+    game's problem; display names always come from the game's full object list.
+    """
     import fast_downward
 
     argv = list(sys.argv)
     t0 = time.perf_counter()
+    problem = planning_problem or game["pddl_problem"]
     try:
-        task, sas = fast_downward.pddl2sas(game["pddl_domain"], game["pddl_problem"], optimize=True)
+        task, sas = fast_downward.pddl2sas(game["pddl_domain"], problem, optimize=True)
     finally:
         sys.argv = argv  # pddl2sas overwrites sys.argv
     t1 = time.perf_counter()
@@ -80,5 +91,5 @@ def solve(game: dict) -> tuple[list[str], dict]:
     times = {"translate_s": round(t1 - t0, 3), "plan_s": round(t2 - t1, 3)}
     if not solved:
         return [], times
-    names = display_names([o.name for o in task.objects])
+    names = display_names(problem_objects(game["pddl_problem"]))
     return plan_to_commands([op.name for op in ops], task, names), times
