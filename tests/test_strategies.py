@@ -123,12 +123,12 @@ def _fit(tmp_path: Path, *args: str) -> None:
     _run(cmd)
 
 
-def _run(cmd: list[str], timeout: int = SUBPROCESS_TIMEOUT_S) -> None:
-    """Run ``cmd`` from the repo root with ``tests/`` importable; fail with its output on error."""
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]), CUDA_VISIBLE_DEVICES=""
-    )
-    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", DS_ACCELERATOR="cpu", PYTHONWARNINGS="ignore")
+def _run(cmd: list[str], timeout: int = SUBPROCESS_TIMEOUT_S, gpu: bool = False) -> None:
+    """Run ``cmd`` from the repo root with ``tests/`` importable (CPU only unless ``gpu``); fail with its output."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]))
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    if not gpu:
+        env.update(CUDA_VISIBLE_DEVICES="", DS_ACCELERATOR="cpu")
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, (
         f"{' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
@@ -339,10 +339,10 @@ def _rl_overrides(tmp_path: Path) -> Path:
     return path
 
 
-def _fit_rl(tmp_path: Path, *args: str) -> None:
+def _fit_rl(tmp_path: Path, *args: str, gpu: bool = False) -> None:
     """``python -m dreamgym fit --config configs/webshop_real_grpo.yaml --config <tiny overrides> *args``."""
     base = ["--config", "configs/webshop_real_grpo.yaml", "--config", str(_rl_overrides(tmp_path))]
-    _run([sys.executable, "-m", "dreamgym", "fit", *base, *args])
+    _run([sys.executable, "-m", "dreamgym", "fit", *base, *args], gpu=gpu)
 
 
 def _assert_rl_replicas(tmp_path: Path, iterations: int = 2, minibatches: int = 2) -> dict[str, torch.Tensor]:
@@ -408,3 +408,13 @@ def test_policy_rl_grpo_deepspeed_zero2_two_cpu_processes_and_resume(tmp_path):
         assert r["real_transitions"] > first["real_transitions"], (ranks, first)
     p_resumed = torch.load(resumed / "rank0.pt")
     assert any(not torch.equal(p_resumed[k], v) for k, v in p0.items()), "resumed run did not train"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("snippet", STRATEGY_CONFIGS, ids=lambda p: p.stem)
+def test_policy_rl_grpo_on_one_gpu_with_the_real_snippet(snippet, tmp_path):
+    """The GPU snippets as shipped (bf16-mixed, NCCL / Lightning's DeepSpeedStrategy) on one GPU.
+    Run with ``CUDA_VISIBLE_DEVICES=0 pytest -m gpu tests/test_strategies.py`` (conftest hides GPUs otherwise)."""
+    _fit_rl(tmp_path, "--config", str(snippet), "--trainer.devices", "1", gpu=True)
+    info = json.loads((tmp_path / "rank0.json").read_text())
+    assert info["iteration"] == 2 and info["global_step"] == 4 and info["real_transitions"] > 0, info
