@@ -177,6 +177,8 @@ class PolicyRL(L.LightningModule):
         )  # fmt: skip
         self.schedule.record(phase, self._all_ranks_sum(coll.transitions))
         extra = self._after_collect(phase, tasks, coll)
+        if not coll.turns:  # nothing to learn from (cannot happen with the budget rule; kept as a guard)
+            return None
         rollout = build_rollout_batch(coll.turns, self._pad_id()).to(self.device)
         self._score(rollout)
         self.estimator(rollout)

@@ -1,0 +1,48 @@
+"""Policy RL over TorchRL text envs: rollout schema, collector, advantage estimators, losses, schedules.
+
+PPO and GRPO share one core (:class:`models.policy_rl.PolicyRL`); they differ only in the advantage
+estimator (``"gae"`` vs ``"grpo"``) and PPO's critic.
+"""
+
+from dreamgym.rl.advantages import (
+    ADVANTAGE_ESTIMATORS,
+    AdvantageEstimator,
+    GAEAdvantage,
+    GRPOAdvantage,
+    gae_advantages,
+    grpo_advantages,
+    make_advantage_estimator,
+    register_advantage_estimator,
+)
+from dreamgym.rl.collector import Collection, Episode, RolloutCollector
+from dreamgym.rl.critic import Critic, LMCritic, ValueHead
+from dreamgym.rl.env_specs import EnvSpec, SyntheticEnvSpec
+from dreamgym.rl.rollout import RolloutBatch, Turn, build_rollout_batch
+from dreamgym.rl.schedules import Phase, RealSchedule, Schedule, Sim2RealSchedule, SyntheticSchedule
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "AdvantageEstimator",
+    "GAEAdvantage",
+    "GRPOAdvantage",
+    "gae_advantages",
+    "grpo_advantages",
+    "make_advantage_estimator",
+    "register_advantage_estimator",
+    "Collection",
+    "Episode",
+    "RolloutCollector",
+    "Critic",
+    "LMCritic",
+    "ValueHead",
+    "EnvSpec",
+    "SyntheticEnvSpec",
+    "RolloutBatch",
+    "Turn",
+    "build_rollout_batch",
+    "Phase",
+    "Schedule",
+    "RealSchedule",
+    "SyntheticSchedule",
+    "Sim2RealSchedule",
+]
