@@ -43,6 +43,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from dreamgym.envs.alfworld import speedups
 from dreamgym.envs.alfworld.games import GameRecord, GameSet, canonical_split, load_pddl_env
 from dreamgym.envs.alfworld.world import summarize, world_changes
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
@@ -103,7 +104,8 @@ class ALFWorldEnv(TextEnvBase):
             else:
                 self._reload(slot, path)
             self._loaded[slot] = path
-        state = self._tw[slot].reset()
+        with speedups.no_replan_translation():
+            state = self._tw[slot].reset()
         self._rec[slot], self._state[slot] = rec, state
         self._world[slot] = summarize(self._tw[slot], rec.targets, rec.task_type)
         feedback = state.feedback
@@ -117,7 +119,7 @@ class ALFWorldEnv(TextEnvBase):
 
         from dreamgym.envs.alfworld.games import demangle
 
-        with open(path) as f:
+        with open(path) as f, speedups.no_replan_translation():
             self._tw[slot].load(json.load(f))
         demangle(self._tw[slot])
 

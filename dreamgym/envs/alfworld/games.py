@@ -226,7 +226,11 @@ def demangle(env) -> None:
 
 
 def load_pddl_env(game: dict | str | Path, speedups: bool = True):
-    """A TextWorld ``PddlEnv`` with ``game`` loaded and ALFWorld names (admissible commands, won)."""
+    """A TextWorld ``PddlEnv`` with ``game`` loaded and ALFWorld names (admissible commands, won).
+
+    With ``speedups`` the memoisation of :mod:`.speedups` is installed and the load skips the
+    optimised translation that only ``replan`` uses (see :func:`speedups.no_replan_translation`).
+    """
     import textworld
     from textworld.envs.pddl import PddlEnv
 
@@ -238,6 +242,7 @@ def load_pddl_env(game: dict | str | Path, speedups: bool = True):
     if not isinstance(game, dict):
         with open(game) as f:
             game = json.load(f)
-    env.load(game)
+    with sp.no_replan_translation():
+        env.load(game)
     demangle(env)
     return env
