@@ -169,3 +169,22 @@ def test_variation_pairs_pair_different_tasks(toy_data):
     for ex in var:
         assert ex["task_id"] != ex["variant_task_id"] and ex["prompt"].startswith("<vary> " + instr[ex["task_id"]])
         assert parse_variation(ex["outcome"]) == instr[ex["variant_task_id"]]
+
+
+def test_real_webshop_examples_round_trip(webshop_offline):
+    """On real WebShop trajectories: every target parses back to its transition; no own-episode neighbours."""
+    from dreamgym.envs.webshop.env import WebShopEnv
+    from dreamgym.modeling.formats import parse_target
+    from dreamgym.schema import read_trajectories
+
+    dm = TrajectoryDataModule([str(webshop_offline)], k=2)
+    dm.setup("fit")
+    examples = dm.examples("train")
+    assert examples and all(ex["trajectory_id"] not in ex["neighbour_ids"] for ex in examples)
+    for ex in examples:
+        out = parse_target(ex["reasoning"] + ex["outcome"])
+        assert out.ok and out.next_state == ex["next_state"].strip() and out.reward == ex["reward"]
+    # the synthetic env lists actions of a state from its text: on real states this equals the real list
+    for traj in read_trajectories(webshop_offline):
+        for a, b in zip(traj.transitions, traj.transitions[1:]):
+            assert WebShopEnv.infer_available_actions(traj.instruction, a.next_state) == b.available_actions
