@@ -186,5 +186,5 @@ def test_real_webshop_examples_round_trip(webshop_offline):
         assert out.ok and out.next_state == ex["next_state"].strip() and out.reward == ex["reward"]
     # the synthetic env lists actions of a state from its text: on real states this equals the real list
     for traj in read_trajectories(webshop_offline):
-        for a, b in zip(traj.transitions, traj.transitions[1:]):
+        for a, b in zip(traj.transitions, traj.transitions[1:], strict=False):
             assert WebShopEnv.infer_available_actions(traj.instruction, a.next_state) == b.available_actions
