@@ -188,3 +188,16 @@ def test_real_webshop_examples_round_trip(webshop_offline):
     for traj in read_trajectories(webshop_offline):
         for a, b in zip(traj.transitions, traj.transitions[1:], strict=False):
             assert WebShopEnv.infer_available_actions(traj.instruction, a.next_state) == b.available_actions
+
+
+def test_tokenizer_cli_saves_a_transformers_tokenizer(toy_data, tmp_path):
+    from transformers import AutoTokenizer
+
+    from dreamgym.cli import main
+
+    main(["tokenizer", "--data", str(toy_data["train"]), "--out", str(tmp_path / "tok"), "--vocab-size", "300"])
+    tok = AutoTokenizer.from_pretrained(tmp_path / "tok", local_files_only=True)
+    text = "<next>\n[page] item | b1\n</next>"
+    assert len(tok) == 300 and tok.decode(tok.encode(text, add_special_tokens=False)) == text
+    with pytest.raises(SystemExit):
+        main(["tokenizer", "--data", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "t2")])
