@@ -28,6 +28,25 @@ from dreamgym.modeling.experience import ExperienceModel  # noqa: E402
 from dreamgym.modeling.formats import parse_target  # noqa: E402
 
 
+def _held_out_loss(em, examples: list[dict], batch_size: int) -> dict[str, float]:
+    """Teacher-forced held-out ``loss_state`` / ``loss_reasoning`` (token means over all examples)."""
+    import torch
+
+    from models.experience_sft import encode_examples, experience_sft_loss
+
+    sums = {"state": 0.0, "reasoning": 0.0}
+    counts = {"state": 0.0, "reasoning": 0.0}
+    with torch.no_grad():
+        for i in range(0, len(examples), batch_size):
+            enc = encode_examples(em.tokenizer, examples[i : i + batch_size], 4096)
+            logits = em.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
+            out = experience_sft_loss(logits, enc["input_ids"], enc["parts"])
+            for part in sums:
+                sums[part] += float(out[f"loss_{part}"] * out[f"n_{part}"])
+                counts[part] += float(out[f"n_{part}"])
+    return {f"heldout_loss_{p}": sums[p] / max(counts[p], 1.0) for p in sums}
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="exported experience-model directory")
@@ -39,6 +58,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="write the metrics here as JSON")
+    ap.add_argument("--loss-only", action="store_true",
+                    help="only the teacher-forced held-out losses (no generation; fast)")
     args = ap.parse_args(argv)
     t0 = time.time()
     em = ExperienceModel.from_pretrained(args.model, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
@@ -50,11 +71,15 @@ def main(argv: list[str] | None = None) -> dict:
     examples = make_examples(trajs, em.fmt, em.buffer, "trajectory")
     rng = random.Random(args.seed)
     examples = rng.sample(examples, min(args.max_examples, len(examples)))
+    metrics = _held_out_loss(em, examples, args.batch_size)
+    if args.loss_only:
+        print(json.dumps({**metrics, "k": em.fmt.k, "n": len(examples), "wall_s": round(time.time() - t0, 1)}))
+        return metrics
     meter = FidelityMeter()
     texts = em.generate([ex["prompt"] for ex in examples])
     for ex, text in zip(examples, texts, strict=True):
         meter.update(parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"])
-    metrics = meter.compute()
+    metrics.update(meter.compute())
     if args.open_loop:
         metrics.update({k: v for k, v in open_loop_eval(em, rng.sample(trajs, min(args.open_loop, len(trajs)))).items()
                         if k != "n"})
