@@ -10,7 +10,7 @@ from dreamgym.pipeline import parse_pipeline_config, run_pipeline
 def _argv(out):
     quiet = [f"--trainer.default_root_dir={out}/runs", "--trainer.logger=false", "--trainer.callbacks=[]",
              "--trainer.enable_progress_bar=false", "--trainer.enable_checkpointing=false"]  # fmt: skip
-    tiny_lm = [*quiet, "--trainer.max_steps=2", "--trainer.val_check_interval=2", "--trainer.limit_val_batches=1"]
+    tiny_lm = [*quiet, "--trainer.max_steps=2", "--trainer.limit_val_batches=0"]
     return [
         "--config", "configs/pipeline_webshop.yaml", f"--out_dir={out}",
         "--train_expert=6", "--train_random=2", "--test_expert=2", "--vocab_size=400", "--eval_tasks=2", "--eval_batch_size=2",
