@@ -94,6 +94,12 @@ class SyntheticEnvSpec(EnvSpec):
 
     def build(self):
         self.check()
+        clash = sorted(set(self.kwargs) & {"path", "real_env", "batch_size", "max_steps", "seed"})
+        if clash:
+            raise ValueError(
+                f"SyntheticEnvSpec.kwargs sets {clash}, which the spec sets itself; give them as SyntheticEnvSpec "
+                "arguments (`batch_size` there is the number of env slots, which is also the generation batch)"
+            )
         from dreamgym.envs.synthetic import SyntheticEnv
 
         return SyntheticEnv.from_checkpoint(
