@@ -225,7 +225,7 @@ def read_trajectories(path: str | os.PathLike) -> Iterator[Trajectory]:
     if not path.exists():
         raise FileNotFoundError(
             f"trajectory file {str(path)!r} does not exist; create it with "
-            "`python -m dreamgym collect --env webshop --out {path}`"
+            f"`python -m dreamgym collect --env <env> --split <split> --out {path}`"
         )
     with path.open("r", encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):

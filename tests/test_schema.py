@@ -87,5 +87,5 @@ def test_writer_refuses_bad_records(tmp_path):
 
 
 def test_missing_file_names_the_fix(tmp_path):
-    with pytest.raises(FileNotFoundError, match="dreamgym collect"):
+    with pytest.raises(FileNotFoundError, match=r"dreamgym collect .*nope\.jsonl"):
         list(read_trajectories(tmp_path / "nope.jsonl"))
