@@ -19,7 +19,7 @@ class CountEnv(TextEnvBase):
     def _start(self, slot, split, task_index):
         self._need = getattr(self, "_need", {})
         self._need[slot] = task_index + 1
-        return TextObs(f"t{task_index}", f"say go {task_index + 1} times", "left: %d" % (task_index + 1), ["go"])
+        return TextObs(f"t{task_index}", f"say go {task_index + 1} times", f"left: {task_index + 1}", ["go"])
 
     def _act(self, slot, action):
         if action != "go":

@@ -7,8 +7,8 @@ import pytest
 from dreamgym.schema import (
     Trajectory,
     TrajectoryFileError,
-    Transition,
     TrajectoryWriter,
+    Transition,
     iter_transitions,
     read_trajectories,
 )

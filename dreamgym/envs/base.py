@@ -148,10 +148,10 @@ class TextEnvBase(EnvBase):
         raise NotImplementedError
 
     def _start_slots(self, slots: list[int], task_indices: list[int]) -> list[TextObs]:
-        return [self._start(s, self.split, t) for s, t in zip(slots, task_indices)]
+        return [self._start(s, self.split, t) for s, t in zip(slots, task_indices, strict=True)]
 
     def _act_slots(self, slots: list[int], actions: list[str]) -> list[TextStep]:
-        return [self._act(s, a) for s, a in zip(slots, actions)]
+        return [self._act(s, a) for s, a in zip(slots, actions, strict=True)]
 
     @classmethod
     def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:
@@ -202,7 +202,7 @@ class TextEnvBase(EnvBase):
                 requested = tensordict.get("task_index").reshape(n).cpu().numpy()
         slots = [i for i in range(n) if mask[i] or self._obs[i] is None]
         started = self._start_slots(slots, [self._next_task(int(requested[i])) for i in slots])
-        for s, obs in zip(slots, started):
+        for s, obs in zip(slots, started, strict=True):
             self._obs[s] = obs
             self._steps[s] = 0
             self._step_infos[s] = {}
@@ -223,7 +223,7 @@ class TextEnvBase(EnvBase):
         if "_step" in tensordict.keys():  # TorchRL partial step: only these slots act
             mask = tensordict.get("_step").reshape(n).cpu().numpy().astype(bool)
             active = [i for i in range(n) if mask[i]]
-        acted = dict(zip(active, self._act_slots(active, [actions[i] for i in active]))) if active else {}
+        acted = dict(zip(active, self._act_slots(active, [actions[i] for i in active]), strict=True)) if active else {}
         results = [
             acted[i] if i in acted else TextStep(self._obs[i].observation, self._obs[i].available_actions)
             for i in range(n)
@@ -242,12 +242,12 @@ class TextEnvBase(EnvBase):
         flt = lambda xs: torch.tensor(xs, dtype=torch.float32).reshape(n, 1)  # noqa: E731
         bl = lambda xs: torch.tensor(xs, dtype=torch.bool).reshape(n, 1)  # noqa: E731
         if steps is None:
-            steps = [TextStep(o, a) for o, a in zip(observations, available)]
+            steps = [TextStep(o, a) for o, a in zip(observations, available, strict=True)]
             terminated = [False] * n
         else:
             terminated = [s.terminated for s in steps]
         truncated = [(not t) and self._steps[i] >= self.max_steps for i, t in enumerate(terminated)]
-        done = [a or b for a, b in zip(terminated, truncated)]
+        done = [a or b for a, b in zip(terminated, truncated, strict=True)]
         td = TensorDict(
             {
                 "instruction": text_stack([o.instruction for o in self._obs], bs),
