@@ -8,7 +8,6 @@ the hidden goal from it). ``Agent.reset(seed)`` starts a new episode. Experts ar
 
 from __future__ import annotations
 
-import importlib
 import random
 import re
 from abc import ABC, abstractmethod
@@ -16,6 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rapidfuzz import fuzz
+
+from dreamgym._imports import resolve
 
 __all__ = ["Agent", "RandomAgent", "WebShopExpert", "register_expert", "make_expert", "expert_names"]
 
@@ -168,11 +169,7 @@ def make_expert(env_name: str, env: Any = None, **kwargs: Any) -> Agent:
     """
     if env_name not in _EXPERTS:
         raise KeyError(f"no expert registered for env {env_name!r}; envs with experts: {expert_names()}")
-    factory = _EXPERTS[env_name]
-    if isinstance(factory, str):
-        module, attr = factory.split(":")
-        factory = getattr(importlib.import_module(module), attr)
-    return factory(env, **kwargs)
+    return resolve(_EXPERTS[env_name])(env, **kwargs)
 
 
 def _webshop_expert(env: Any = None, **kwargs: Any) -> Agent:

@@ -7,9 +7,10 @@ that importing the registry does not import heavy optional dependencies (TextWor
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
+
+from dreamgym._imports import resolve
 
 __all__ = ["register_env", "make_env", "registered_envs"]
 
@@ -34,11 +35,7 @@ def make_env(name: str, **kwargs: Any):
     """
     if name not in _REGISTRY:
         raise KeyError(f"unknown env {name!r}; registered envs are {registered_envs()}")
-    factory = _REGISTRY[name]
-    if isinstance(factory, str):
-        module, attr = factory.split(":")
-        factory = getattr(importlib.import_module(module), attr)
-    return factory(**kwargs)
+    return resolve(_REGISTRY[name])(**kwargs)
 
 
 # Built-in envs. Later modules join here, one line each.

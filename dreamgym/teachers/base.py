@@ -8,10 +8,10 @@ Teachers are called at collection time with the transition and the env's ``info`
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from typing import Any
 
+from dreamgym._imports import resolve
 from dreamgym.schema import Transition
 
 __all__ = ["Teacher", "register_teacher", "get_teacher"]
@@ -37,8 +37,7 @@ def get_teacher(env_name: str, **kwargs: Any) -> Teacher:
     """The rule-based teacher for ``env_name``."""
     if env_name not in _TEACHERS:
         raise KeyError(f"no teacher registered for env {env_name!r}; known: {sorted(_TEACHERS)}")
-    module, attr = _TEACHERS[env_name].split(":")
-    return getattr(importlib.import_module(module), attr)(**kwargs)
+    return resolve(_TEACHERS[env_name])(**kwargs)
 
 
 register_teacher("webshop", "dreamgym.teachers.webshop:WebShopTeacher")
