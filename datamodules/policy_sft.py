@@ -30,7 +30,9 @@ def bc_examples(
             history: list[tuple[str, str]] = []
             for t in traj.transitions:
                 prompt = format.prompt(t.instruction, t.state, t.available_actions, history)
-                out.append({"prompt": prompt, "target": format.target(t.action, t.reasoning), "task_id": t.task_id})
+                out.append(
+                    {"prompt": prompt, "target": format.target(t.action, t.reasoning), "task_id": t.task_id}
+                )
                 history.append((t.state, t.action))
     return out
 
@@ -75,11 +77,17 @@ class PolicySFTDataModule(L.LightningDataModule):
                 f"train_files={self.train_files}; collect some with `python -m dreamgym collect --env webshop "
                 "--split train --n-expert 200 --out <file>`"
             )
-        val = bc_examples(self.val_files, self.format, self.policies, self.success_only) if self.val_files else []
+        val = (
+            bc_examples(self.val_files, self.format, self.policies, self.success_only)
+            if self.val_files
+            else []
+        )
         self.val_examples = val[: self.max_val_examples] if self.max_val_examples else val
 
     def _loader(self, data, shuffle: bool) -> DataLoader:
-        return DataLoader(data, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers, collate_fn=list)
+        return DataLoader(
+            data, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers, collate_fn=list
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.train_examples, True)

@@ -33,7 +33,12 @@ class RolloutDataModule(L.LightningDataModule):
         test_tasks: tasks for ``test`` (default: ``eval_tasks``).
     """
 
-    def __init__(self, eval_tasks: int | list[int] = 32, eval_batch_tasks: int = 8, test_tasks: int | list[int] | None = None):
+    def __init__(
+        self,
+        eval_tasks: int | list[int] = 32,
+        eval_batch_tasks: int = 8,
+        test_tasks: int | list[int] | None = None,
+    ):
         super().__init__()
         if eval_batch_tasks < 1:
             raise ValueError(f"RolloutDataModule.eval_batch_tasks must be >= 1, got {eval_batch_tasks}")

@@ -53,7 +53,9 @@ def load_trajectory_files(paths: list[str], role: str) -> list[Trajectory]:
     return out
 
 
-def _example(fmt: ExperienceFormat, traj: Trajectory, t: Transition, neighbours: list[Transition]) -> dict[str, Any]:
+def _example(
+    fmt: ExperienceFormat, traj: Trajectory, t: Transition, neighbours: list[Transition]
+) -> dict[str, Any]:
     nbs = [Neighbour(n.state, n.action, n.next_state, n.reward) for n in neighbours]
     history = [x.action for x in traj.transitions[: t.step]]
     prompt = build_prompt(fmt, traj.instruction, history, nbs, t.state, t.action)
@@ -126,9 +128,16 @@ def variation_examples(trajectories: list[Trajectory], n_pairs: int, seed: int =
     out = []
     for i in order:
         j = int(sims[i].argmax())
-        out.append({"prompt": build_variation_prompt(texts[i]), "reasoning": "",
-                    "outcome": build_variation_target(texts[j]), "kind": "variation",
-                    "task_id": ids[i], "variant_task_id": ids[j]})
+        out.append(
+            {
+                "prompt": build_variation_prompt(texts[i]),
+                "reasoning": "",
+                "outcome": build_variation_target(texts[j]),
+                "kind": "variation",
+                "task_id": ids[i],
+                "variant_task_id": ids[j],
+            }
+        )
     return out
 
 
@@ -190,8 +199,11 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.train_files, self.val_files = list(train_files), list(val_files or [])
         self.test_files = list(test_files or self.val_files)
         self.format = ExperienceFormat(
-            k=k, history_window=history_window, use_reasoning=use_reasoning,
-            ref_state_chars=ref_state_chars, ref_next_chars=ref_next_chars,
+            k=k,
+            history_window=history_window,
+            use_reasoning=use_reasoning,
+            ref_state_chars=ref_state_chars,
+            ref_next_chars=ref_next_chars,
         )
         self.encoder_name, self.action_weight, self.exclude = encoder, action_weight, exclude
         self.skip_invalid = skip_invalid
@@ -225,13 +237,18 @@ class TrajectoryDataModule(L.LightningDataModule):
     def examples(self, split: str) -> list[dict[str, Any]]:
         """The examples of ``split`` ("train", "val" or "test") after :meth:`setup`."""
         if split not in self._examples:
-            raise RuntimeError(f"no {split} examples: call setup() first, and give {split}_files for val/test")
+            raise RuntimeError(
+                f"no {split} examples: call setup() first, and give {split}_files for val/test"
+            )
         return self._examples[split]
 
     def _loader(self, split: str, batch_size: int, shuffle: bool) -> DataLoader:
         return DataLoader(
-            self.examples(split), batch_size=batch_size, shuffle=shuffle,
-            num_workers=self.num_workers, collate_fn=_collate,
+            self.examples(split),
+            batch_size=batch_size,
+            shuffle=shuffle,
+            num_workers=self.num_workers,
+            collate_fn=_collate,
         )
 
     def train_dataloader(self) -> DataLoader:

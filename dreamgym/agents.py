@@ -53,7 +53,7 @@ class RandomAgent(Agent):
             words = _words(obs.instruction) or ["item"]
             k = min(len(words), self.rng.randint(2, 5))
             start = self.rng.randint(0, len(words) - k)
-            a = f"search[{' '.join(words[start:start + k])}]"
+            a = f"search[{' '.join(words[start : start + k])}]"
         return a
 
 
@@ -88,8 +88,13 @@ class WebShopExpert(Agent):
         instr = _PRICE_CLAUSE.sub("", goal["instruction"].lower())
         attrs = " ".join(goal["attributes"][: self.rng.randint(1, 2)])
         options = goal["options"].values() if isinstance(goal["options"], dict) else goal["options"]
-        choices = [goal["instruction"].lower(), instr, f"{goal['query']} {attrs}".strip(),
-                   f"{attrs} {goal['query']} {' '.join(options)}".strip(), goal["name"].lower()]
+        choices = [
+            goal["instruction"].lower(),
+            instr,
+            f"{goal['query']} {attrs}".strip(),
+            f"{attrs} {goal['query']} {' '.join(options)}".strip(),
+            goal["name"].lower(),
+        ]
         return self.rng.choices(choices, weights=[3, 3, 2, 2, 1])[0]
 
     @staticmethod
@@ -102,8 +107,12 @@ class WebShopExpert(Agent):
             if gname in product_options and v in product_options[gname]:
                 want[gname] = v
                 continue
-            scored = [(100.0 if pv == v else fuzz.token_set_ratio(pv, v), name, pv)
-                      for name, vals in product_options.items() if name not in want for pv in vals]
+            scored = [
+                (100.0 if pv == v else fuzz.token_set_ratio(pv, v), name, pv)
+                for name, vals in product_options.items()
+                if name not in want
+                for pv in vals
+            ]
             if scored:
                 s, name, pv = max(scored, key=lambda x: x[0])
                 if s > 85:

@@ -59,8 +59,15 @@ def _finish(ep: _Episode, env_name: str, split: str, seed: int) -> Trajectory:
     first = ep.transitions[0]
     return Trajectory(
         trajectory_id=f"{env_name}-{split}-s{seed}-{ep.policy}-{ep.index:05d}",
-        task_id=first.task_id, instruction=first.instruction, env=env_name, split=split, source="real",
-        policy=ep.policy, transitions=ep.transitions, success=last.success, score=float(last.score),
+        task_id=first.task_id,
+        instruction=first.instruction,
+        env=env_name,
+        split=split,
+        source="real",
+        policy=ep.policy,
+        transitions=ep.transitions,
+        success=last.success,
+        score=float(last.score),
     )
 
 
@@ -92,7 +99,9 @@ def collect_trajectories(
         env_kwargs: extra env constructor arguments.
     """
     if n_expert < 0 or n_random < 0 or n_expert + n_random == 0:
-        raise ValueError(f"need n_expert >= 0 and n_random >= 0 with a positive sum; got {n_expert}, {n_random}")
+        raise ValueError(
+            f"need n_expert >= 0 and n_random >= 0 with a positive sum; got {n_expert}, {n_random}"
+        )
     kwargs = dict(env_kwargs or {})
     kwargs.update(batch_size=[batch_size], split=split, seed=seed)
     if max_steps is not None:
@@ -141,7 +150,9 @@ def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -
     while any(s is not None for s in slots):
         active = [s is not None for s in slots]
         before = [env.current(i) for i in range(n)]
-        actions = [s.agent.act(before[i], env.step_info(i)) if s is not None else "" for i, s in enumerate(slots)]
+        actions = [
+            s.agent.act(before[i], env.step_info(i)) if s is not None else "" for i, s in enumerate(slots)
+        ]
         td = TensorDict({"_step": torch.tensor(active)}, batch_size=[n])
         td["action"] = actions
         nx = env.step(td)["next"]
@@ -151,12 +162,23 @@ def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -
                 continue
             after = env.current(i)
             tr = Transition(
-                task_id=before[i].task_id, instruction=before[i].instruction, step=len(ep.transitions),
-                state=before[i].observation, action=actions[i], next_state=after.observation,
-                reward=float(nx["reward"][i, 0]), done=bool(nx["done"][i, 0]), success=bool(nx["success"][i, 0]),
-                source="real", env=env_name, split=split, available_actions=list(before[i].available_actions),
-                score=float(nx["score"][i, 0]), invalid=bool(nx["invalid"][i, 0]),
-                terminated=bool(nx["terminated"][i, 0]), truncated=bool(nx["truncated"][i, 0]),
+                task_id=before[i].task_id,
+                instruction=before[i].instruction,
+                step=len(ep.transitions),
+                state=before[i].observation,
+                action=actions[i],
+                next_state=after.observation,
+                reward=float(nx["reward"][i, 0]),
+                done=bool(nx["done"][i, 0]),
+                success=bool(nx["success"][i, 0]),
+                source="real",
+                env=env_name,
+                split=split,
+                available_actions=list(before[i].available_actions),
+                score=float(nx["score"][i, 0]),
+                invalid=bool(nx["invalid"][i, 0]),
+                terminated=bool(nx["terminated"][i, 0]),
+                truncated=bool(nx["truncated"][i, 0]),
             )
             if rationale is not None:
                 tr.reasoning = rationale.explain(tr, env.step_info(i))
@@ -175,7 +197,9 @@ def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m dreamgym collect ...`` (see module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m dreamgym collect", description="Collect real expert/random trajectories.")
+    ap = argparse.ArgumentParser(
+        prog="python -m dreamgym collect", description="Collect real expert/random trajectories."
+    )
     ap.add_argument("--env", default="webshop", help="registered env name")
     ap.add_argument("--split", default="train", choices=["train", "val", "test"])
     ap.add_argument("--n-expert", type=int, default=200, help="expert episodes")
@@ -183,23 +207,37 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, help="JSONL file to append trajectories to")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
-    ap.add_argument("--max-steps", type=int, default=None, help="per-episode step limit (env default if unset)")
+    ap.add_argument(
+        "--max-steps", type=int, default=None, help="per-episode step limit (env default if unset)"
+    )
     ap.add_argument("--batch-size", type=int, default=8, help="parallel env slots")
-    ap.add_argument("--env-kwargs", default="{}", help='JSON dict of extra env arguments, e.g. \'{"human_goals": false}\'')
+    ap.add_argument(
+        "--env-kwargs", default="{}", help="JSON dict of extra env arguments, e.g. '{\"human_goals\": false}'"
+    )
     args = ap.parse_args(argv)
     try:
         env_kwargs = json.loads(args.env_kwargs)
     except json.JSONDecodeError as e:
         ap.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({e.msg})")
     trajs = collect_trajectories(
-        args.env, args.split, args.n_expert, args.n_random, out=args.out, seed=args.seed,
-        teacher=not args.no_teacher, max_steps=args.max_steps, batch_size=args.batch_size, progress=True,
+        args.env,
+        args.split,
+        args.n_expert,
+        args.n_random,
+        out=args.out,
+        seed=args.seed,
+        teacher=not args.no_teacher,
+        max_steps=args.max_steps,
+        batch_size=args.batch_size,
+        progress=True,
         env_kwargs=env_kwargs,
     )
     for policy in ("expert", "random"):
         sel = [t for t in trajs if t.policy == policy]
         if sel:
             steps = sum(len(t.transitions) for t in sel)
-            print(f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
-                  f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions")
+            print(
+                f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
+                f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions"
+            )
     print(f"appended {len(trajs)} trajectories to {args.out}")

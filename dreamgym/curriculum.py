@@ -44,10 +44,22 @@ class RewardVarianceCurriculum:
         seed: RNG seed.
     """
 
-    def __init__(self, lam: float = 0.25, max_seeds: int = 8, variations_per_seed: int = 1, pool_size: int = 64, seed: int = 0):
+    def __init__(
+        self,
+        lam: float = 0.25,
+        max_seeds: int = 8,
+        variations_per_seed: int = 1,
+        pool_size: int = 64,
+        seed: int = 0,
+    ):
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"RewardVarianceCurriculum.lam must be in [0, 1], got {lam}")
-        self.lam, self.max_seeds, self.variations_per_seed, self.pool_size = lam, max_seeds, variations_per_seed, pool_size
+        self.lam, self.max_seeds, self.variations_per_seed, self.pool_size = (
+            lam,
+            max_seeds,
+            variations_per_seed,
+            pool_size,
+        )
         self.rng = np.random.default_rng(seed)
         self.pool: list[int] = []
         self.base_tasks: int | None = None
@@ -59,7 +71,9 @@ class RewardVarianceCurriculum:
             self.base_tasks = int(env.num_tasks())
         n_pool = min(len(self.pool), int(np.floor(self.lam * n_tasks)))
         picked = [int(t) for t in self.rng.choice(self.pool, size=n_pool, replace=False)] if n_pool else []
-        fresh = self.rng.choice(self.base_tasks, size=n_tasks - n_pool, replace=n_tasks - n_pool > self.base_tasks)
+        fresh = self.rng.choice(
+            self.base_tasks, size=n_tasks - n_pool, replace=n_tasks - n_pool > self.base_tasks
+        )
         return picked + [int(t) for t in fresh]
 
     def update(self, env: Any, task_indices: list[int], group_rewards: list[list[float]]) -> dict[str, float]:
@@ -95,7 +109,12 @@ class RewardVarianceCurriculum:
 def _vary_tasks(env: Any, seeds: list[int], n: int) -> list[int]:
     """Ask the env's experience model for ``n`` variations of each seed task; add them; return indices."""
     exp = getattr(env, "experience", None)
-    if exp is None or not hasattr(exp, "vary_task") or not hasattr(env, "add_tasks") or not hasattr(env, "tasks"):
+    if (
+        exp is None
+        or not hasattr(exp, "vary_task")
+        or not hasattr(env, "add_tasks")
+        or not hasattr(env, "tasks")
+    ):
         return []
     records = [env.tasks[i] for i in seeds for _ in range(n)]
     texts = exp.vary_task([r.instruction for r in records])

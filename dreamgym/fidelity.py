@@ -102,7 +102,9 @@ class FidelityMeter:
         return {k: float(out.get(k, 0.0)) for k in (*FIDELITY_KEYS, "n")}
 
 
-def open_loop_eval(experience, trajectories: Sequence[Trajectory], skip_invalid: bool = True) -> dict[str, Any]:
+def open_loop_eval(
+    experience, trajectories: Sequence[Trajectory], skip_invalid: bool = True
+) -> dict[str, Any]:
     """Replay real trajectories' actions through the model on its own predicted states.
 
     All trajectories advance together (one batched model call per step). A trajectory stops when the
@@ -123,13 +125,29 @@ def open_loop_eval(experience, trajectories: Sequence[Trajectory], skip_invalid:
     for traj in trajectories:
         steps = [t for t in traj.transitions if not (skip_invalid and t.invalid)]
         if steps:
-            runs.append({"traj": traj, "steps": steps, "i": 0, "state": steps[0].state, "hist": [],
-                         "reward": 0.0, "done": False, "fail": False, "active": True})
+            runs.append(
+                {
+                    "traj": traj,
+                    "steps": steps,
+                    "i": 0,
+                    "state": steps[0].state,
+                    "hist": [],
+                    "reward": 0.0,
+                    "done": False,
+                    "fail": False,
+                    "active": True,
+                }
+            )
     while any(r["active"] for r in runs):
         active = [r for r in runs if r["active"]]
         queries = [
-            ExperienceQuery(r["traj"].instruction, list(r["hist"]), r["state"], r["steps"][r["i"]].action,
-                            exclude_id=r["traj"].trajectory_id)
+            ExperienceQuery(
+                r["traj"].instruction,
+                list(r["hist"]),
+                r["state"],
+                r["steps"][r["i"]].action,
+                exclude_id=r["traj"].trajectory_id,
+            )
             for r in active
         ]
         for r, out in zip(active, experience.predict(queries), strict=True):
@@ -143,13 +161,16 @@ def open_loop_eval(experience, trajectories: Sequence[Trajectory], skip_invalid:
     n = max(len(runs), 1)
     last = [r["steps"][-1] for r in runs]
     return {
-        "open_loop_reward_acc": sum(_same(r["reward"], t.reward) for r, t in zip(runs, last, strict=True)) / n,
+        "open_loop_reward_acc": sum(_same(r["reward"], t.reward) for r, t in zip(runs, last, strict=True))
+        / n,
         "open_loop_done_acc": sum(
             r["done"] == terminated_of(t.done, t.truncated) for r, t in zip(runs, last, strict=True)
-        ) / n,
+        )
+        / n,
         "open_loop_state_token_f1": sum(
             token_f1(r["state"], t.next_state) * (not r["fail"]) for r, t in zip(runs, last, strict=True)
-        ) / n,
+        )
+        / n,
         "open_loop_parse_fail_rate": sum(r["fail"] for r in runs) / n,
         "n": float(len(runs)),
     }

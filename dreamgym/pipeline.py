@@ -96,7 +96,9 @@ def _collect(cfg: PipelineConfig, split: str, n_expert: int, n_random: int) -> P
 
     tmp = out.with_suffix(".jsonl.tmp")
     tmp.unlink(missing_ok=True)
-    collect_trajectories(cfg.env, split=split, n_expert=n_expert, n_random=n_random, out=tmp, seed=cfg.seed, progress=True)
+    collect_trajectories(
+        cfg.env, split=split, n_expert=n_expert, n_random=n_random, out=tmp, seed=cfg.seed, progress=True
+    )
     tmp.rename(out)
     return out
 
@@ -178,7 +180,9 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         d / "policy_sft", "model.init_args.save_dir",
     )  # fmt: skip
     rl_paths = _rl_paths(cfg, exp, sft)
-    rl = stage("rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir")
+    rl = stage(
+        "rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir"
+    )
     report_path = d / "eval.json"
     evals = json.loads(report_path.read_text()) if report_path.exists() else {}
     for name, policy in (("policy_sft", sft), ("policy_rl", rl)):
@@ -186,7 +190,12 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
             evals[name] = stage(f"evaluate_{name}", evaluate_policy, cfg, policy)
             report_path.write_text(json.dumps(evals, indent=2))
     peak_mb = _peak_rss_mb()
-    report = {"stage_seconds": times, "total_seconds": round(sum(times.values()), 1), "peak_rss_mb": peak_mb, "eval": evals}
+    report = {
+        "stage_seconds": times,
+        "total_seconds": round(sum(times.values()), 1),
+        "peak_rss_mb": peak_mb,
+        "eval": evals,
+    }
     (d / "pipeline_report.json").write_text(json.dumps(report, indent=2))
     _print_summary(cfg, report)
     return report
@@ -206,7 +215,10 @@ def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
 
 
 def _peak_rss_mb() -> float:
-    kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    kb = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    )
     return round(kb / 1024, 1)
 
 

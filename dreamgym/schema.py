@@ -187,9 +187,7 @@ def _validate(d: Any, spec: dict[str, tuple[tuple[type, ...], bool]], where: str
         raise TrajectoryFileError(f"{where}: expected a JSON object, got {type(d).__name__}")
     unknown = sorted(set(d) - set(spec))
     if unknown:
-        raise TrajectoryFileError(
-            f"{where}: unknown field(s) {unknown}; allowed fields are {sorted(spec)}"
-        )
+        raise TrajectoryFileError(f"{where}: unknown field(s) {unknown}; allowed fields are {sorted(spec)}")
     out: dict[str, Any] = {}
     for name, (types, required) in spec.items():
         if name not in d:

@@ -40,7 +40,9 @@ PROMPT, REASONING, OUTCOME = 0, 1, 2
 """Part ids of each token: prompt/padding (no loss), reasoning trace, outcome (next state, reward, EOS)."""
 
 
-def experience_sft_loss(logits: torch.Tensor, input_ids: torch.Tensor, parts: torch.Tensor) -> dict[str, torch.Tensor]:
+def experience_sft_loss(
+    logits: torch.Tensor, input_ids: torch.Tensor, parts: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Masked next-token loss, split by target part.
 
     ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]`` for every position t >= 1;
@@ -61,7 +63,9 @@ def experience_sft_loss(logits: torch.Tensor, input_ids: torch.Tensor, parts: to
             f"experience_sft_loss expects logits (B,T,V), input_ids (B,T), parts (B,T); got "
             f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(parts.shape)}"
         )
-    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none")  # (B, T-1)
+    ce = F.cross_entropy(
+        logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none"
+    )  # (B, T-1)
     tgt = parts[:, 1:]
     out: dict[str, torch.Tensor] = {}
     total = ce.new_zeros(())
@@ -151,7 +155,9 @@ class ExperienceSFT(L.LightningModule):
         return getattr(dm, "format", None) or ExperienceFormat()
 
     def _losses(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        enc = {k: v.to(self.device) for k, v in encode_examples(self.tokenizer, batch, self.max_length).items()}
+        enc = {
+            k: v.to(self.device) for k, v in encode_examples(self.tokenizer, batch, self.max_length).items()
+        }
         logits = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
         out = experience_sft_loss(logits, enc["input_ids"], enc["parts"])
         out["tokens"] = enc["attention_mask"].sum()
@@ -165,7 +171,9 @@ class ExperienceSFT(L.LightningModule):
         self.log("train/loss_state", out["loss_state"], batch_size=bs)
         if out["n_reasoning"] > 0:
             self.log("train/loss_reasoning", out["loss_reasoning"], batch_size=bs)
-        self.log("perf/tokens_per_s", out["tokens"].float() / max(time.perf_counter() - t0, 1e-6), batch_size=bs)
+        self.log(
+            "perf/tokens_per_s", out["tokens"].float() / max(time.perf_counter() - t0, 1e-6), batch_size=bs
+        )
         return out["loss"]
 
     def _eval_step(self, stage: str, batch: list[dict[str, Any]], batch_idx: int) -> None:
@@ -178,11 +186,17 @@ class ExperienceSFT(L.LightningModule):
         if self.generate_batches is not None and batch_idx >= self.generate_batches:
             return
         texts = generate_texts(
-            self.model, self.tokenizer, [ex["prompt"] for ex in batch], max_new_tokens=self.max_new_tokens,
-            batch_size=len(batch), max_prompt_tokens=self.max_length,
+            self.model,
+            self.tokenizer,
+            [ex["prompt"] for ex in batch],
+            max_new_tokens=self.max_new_tokens,
+            batch_size=len(batch),
+            max_prompt_tokens=self.max_length,
         )
         for ex, text in zip(batch, texts, strict=True):
-            self.meters[stage].update(parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"])
+            self.meters[stage].update(
+                parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"]
+            )
 
     def validation_step(self, batch, batch_idx):
         self._eval_step("val", batch, batch_idx)

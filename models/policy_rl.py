@@ -157,7 +157,9 @@ class PolicyRL(L.LightningModule):
     def eval_env_instance(self):
         """The held-out real env (built once)."""
         if self.eval_env is None:
-            raise ValueError("PolicyRL.eval_env is not set; validation/test need the real env on the test split")
+            raise ValueError(
+                "PolicyRL.eval_env is not set; validation/test need the real env on the test split"
+            )
         if "eval" not in self._eval_envs:
             self._eval_envs["eval"] = self.eval_env.build()
         return self._eval_envs["eval"]
@@ -193,12 +195,18 @@ class PolicyRL(L.LightningModule):
                 "data/synthetic_transitions": float(self.schedule.synthetic_transitions),
                 "data/is_real": float(phase.is_real),
                 "perf/tokens_per_s": coll.generated_tokens / max(coll.seconds, 1e-9),
-                "perf/train_tokens_per_s": n_tok * self.ppo_epochs / max(time.perf_counter() - t0 - coll.seconds, 1e-9),
+                "perf/train_tokens_per_s": n_tok
+                * self.ppo_epochs
+                / max(time.perf_counter() - t0 - coll.seconds, 1e-9),
                 "perf/iteration_s": time.perf_counter() - t0,
             }
         )
-        self.log("train/loss", metrics.pop("train/loss"), prog_bar=True, on_step=True, on_epoch=False, batch_size=1)
-        self.log_dict(metrics, on_step=True, on_epoch=False, prog_bar=False, batch_size=max(1, len(coll.episodes)))
+        self.log(
+            "train/loss", metrics.pop("train/loss"), prog_bar=True, on_step=True, on_epoch=False, batch_size=1
+        )
+        self.log_dict(
+            metrics, on_step=True, on_epoch=False, prog_bar=False, batch_size=max(1, len(coll.episodes))
+        )
         self._log_text(f"samples/{phase.name}", coll)
         return None
 
@@ -243,10 +251,14 @@ class PolicyRL(L.LightningModule):
                 input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(),
                 output_hidden_states=self.critic is not None and self.critic.shares_backbone,
             )  # fmt: skip
-            rollout.old_log_probs[s : s + self.score_batch_size] = token_log_probs(out.logits, mb.input_ids) * mb.action_mask
+            rollout.old_log_probs[s : s + self.score_batch_size] = (
+                token_log_probs(out.logits, mb.input_ids) * mb.action_mask
+            )
             if ref is not None:
                 ref_logits = ref(input_ids=mb.input_ids, attention_mask=mb.attention_mask.long()).logits
-                rollout.ref_log_probs[s : s + self.score_batch_size] = token_log_probs(ref_logits, mb.input_ids) * mb.action_mask
+                rollout.ref_log_probs[s : s + self.score_batch_size] = (
+                    token_log_probs(ref_logits, mb.input_ids) * mb.action_mask
+                )
             if self.critic is not None:
                 hidden = out.hidden_states[-1] if self.critic.shares_backbone else None
                 rollout.old_values[s : s + self.score_batch_size] = self.critic.values(
@@ -257,7 +269,9 @@ class PolicyRL(L.LightningModule):
     def policy_loss(self, mb: RolloutBatch) -> dict[str, torch.Tensor]:
         """The combined loss of a minibatch and its parts (see module docstring)."""
         shared = self.critic is not None and self.critic.shares_backbone
-        out = self.model(input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(), output_hidden_states=shared)
+        out = self.model(
+            input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(), output_hidden_states=shared
+        )
         logp = token_log_probs(out.logits, mb.input_ids)
         mask = mb.action_mask
         adv = mb.advantages.unsqueeze(1).expand_as(logp)
@@ -296,7 +310,9 @@ class PolicyRL(L.LightningModule):
                 opt.zero_grad()
                 self.manual_backward(parts["loss"])
                 if self.max_grad_norm > 0:
-                    self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm")
+                    self.clip_gradients(
+                        opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm"
+                    )
                 opt.step()
                 for k, v in parts.items():
                     sums[k] = sums.get(k, 0.0) + float(v.detach())
@@ -307,10 +323,19 @@ class PolicyRL(L.LightningModule):
 
     # ------------------------------------------------------------- evaluation
     def _evaluate(self, tasks: list[int], prefix: str) -> None:
-        coll = self.collector.collect(self.eval_env_instance(), self.model, self.tokenizer, list(tasks), 1, greedy=True)
+        coll = self.collector.collect(
+            self.eval_env_instance(), self.model, self.tokenizer, list(tasks), 1, greedy=True
+        )
         for k, v in coll.metrics().items():
             if k != "reward_mean":
-                self.log(f"{prefix}/{k}", v, on_step=False, on_epoch=True, batch_size=len(coll.episodes), sync_dist=True)
+                self.log(
+                    f"{prefix}/{k}",
+                    v,
+                    on_step=False,
+                    on_epoch=True,
+                    batch_size=len(coll.episodes),
+                    sync_dist=True,
+                )
         if not getattr(self, "_logged_eval_text", False):
             self._log_text(f"samples/{prefix}", coll)
             self._logged_eval_text = True
@@ -332,7 +357,9 @@ class PolicyRL(L.LightningModule):
         if self.curriculum is not None:
             state["curriculum"] = self.curriculum.state_dict()
         state["replay_buffers"] = {
-            name: buf.state_dict() for name, env in self.schedule._envs.items() if (buf := _written_buffer(env)) is not None
+            name: buf.state_dict()
+            for name, env in self.schedule._envs.items()
+            if (buf := _written_buffer(env)) is not None
         }
         checkpoint["dreamgym_rl"] = state
 
@@ -360,7 +387,9 @@ class PolicyRL(L.LightningModule):
             return
         lines = []
         for e in coll.episodes[: self.log_samples]:
-            lines.append(f"**task {e.task_index}** {e.instruction}  \nreward {e.reward:g}, success {e.success}")
+            lines.append(
+                f"**task {e.task_index}** {e.instruction}  \nreward {e.reward:g}, success {e.success}"
+            )
             for i, a in enumerate(e.actions):
                 lines.append(f"- state: `{e.states[i][:300]}`  \n  action: `{a}` (reward {e.rewards[i]:g})")
         exp.add_text(tag, "\n".join(lines), self.global_step)

@@ -48,7 +48,9 @@ def encode_bc_batch(tokenizer, examples: list[dict[str, str]], max_length: int) 
     return {"input_ids": ids, "attention_mask": attn, "target_mask": tgt}
 
 
-def bc_loss(logits: torch.Tensor, input_ids: torch.Tensor, target_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def bc_loss(
+    logits: torch.Tensor, input_ids: torch.Tensor, target_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked next-token loss and accuracy on target tokens.
 
     ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]``; ``loss = mean_{target_mask_t} CE_t``.
@@ -93,7 +95,10 @@ class PolicySFT(L.LightningModule):
         return self.optimizer_factory(self.model.parameters())
 
     def _step(self, examples: list[dict[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
-        b = {k: v.to(self.device) for k, v in encode_bc_batch(self.tokenizer, examples, self.max_length).items()}
+        b = {
+            k: v.to(self.device)
+            for k, v in encode_bc_batch(self.tokenizer, examples, self.max_length).items()
+        }
         logits = self.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
         return bc_loss(logits, b["input_ids"], b["target_mask"])
 

@@ -29,7 +29,12 @@ def _success(policy: str, n: int, seed: int) -> tuple[float, float, float, int]:
     trajs = collect_trajectories("webshop", "test", teacher=False, batch_size=16, seed=seed, **kw)
     dt = time.perf_counter() - t0
     steps = sum(len(t.transitions) for t in trajs)
-    return float(np.mean([t.success for t in trajs])), float(np.mean([t.score for t in trajs])), steps / dt, len(trajs)
+    return (
+        float(np.mean([t.success for t in trajs])),
+        float(np.mean([t.score for t in trajs])),
+        steps / dt,
+        len(trajs),
+    )
 
 
 def _throughput(batch: int, n_steps: int, seed: int) -> float:

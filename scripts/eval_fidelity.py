@@ -52,28 +52,39 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--model", required=True, help="exported experience-model directory")
     ap.add_argument("--data", nargs="+", required=True, help="held-out trajectory JSONL (test-split tasks)")
     ap.add_argument("--max-examples", type=int, default=64, help="teacher-forced examples (random subset)")
-    ap.add_argument("--open-loop", type=int, default=16, help="trajectories for the open-loop check (0: skip)")
+    ap.add_argument(
+        "--open-loop", type=int, default=16, help="trajectories for the open-loop check (0: skip)"
+    )
     ap.add_argument("--k", type=int, default=None, help="override the number of retrieved neighbours")
     ap.add_argument("--max-new-tokens", type=int, default=480)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="write the metrics here as JSON")
-    ap.add_argument("--loss-only", action="store_true",
-                    help="only the teacher-forced held-out losses (no generation; fast)")
+    ap.add_argument(
+        "--loss-only",
+        action="store_true",
+        help="only the teacher-forced held-out losses (no generation; fast)",
+    )
     args = ap.parse_args(argv)
     t0 = time.time()
-    em = ExperienceModel.from_pretrained(args.model, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
+    em = ExperienceModel.from_pretrained(
+        args.model, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size
+    )
     if args.k is not None:
         em.fmt.k = args.k
     trajs = load_trajectory_files(args.data, "test")
     if any(t.split == "train" for t in trajs):
-        ap.error("--data holds train-split trajectories; fidelity is measured on held-out test-split tasks only")
+        ap.error(
+            "--data holds train-split trajectories; fidelity is measured on held-out test-split tasks only"
+        )
     examples = make_examples(trajs, em.fmt, em.buffer, "trajectory")
     rng = random.Random(args.seed)
     examples = rng.sample(examples, min(args.max_examples, len(examples)))
     metrics = _held_out_loss(em, examples, args.batch_size)
     if args.loss_only:
-        print(json.dumps({**metrics, "k": em.fmt.k, "n": len(examples), "wall_s": round(time.time() - t0, 1)}))
+        print(
+            json.dumps({**metrics, "k": em.fmt.k, "n": len(examples), "wall_s": round(time.time() - t0, 1)})
+        )
         return metrics
     meter = FidelityMeter()
     texts = em.generate([ex["prompt"] for ex in examples])
@@ -81,14 +92,27 @@ def main(argv: list[str] | None = None) -> dict:
         meter.update(parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"])
     metrics.update(meter.compute())
     if args.open_loop:
-        metrics.update({k: v for k, v in open_loop_eval(em, rng.sample(trajs, min(args.open_loop, len(trajs)))).items()
-                        if k != "n"})
-    metrics.update(k=em.fmt.k, use_reasoning=em.fmt.use_reasoning, wall_s=round(time.time() - t0, 1),
-                   model=str(args.model))
+        metrics.update(
+            {
+                k: v
+                for k, v in open_loop_eval(em, rng.sample(trajs, min(args.open_loop, len(trajs)))).items()
+                if k != "n"
+            }
+        )
+    metrics.update(
+        k=em.fmt.k,
+        use_reasoning=em.fmt.use_reasoning,
+        wall_s=round(time.time() - t0, 1),
+        model=str(args.model),
+    )
     cols = [*FIDELITY_KEYS, "open_loop_reward_acc", "open_loop_state_token_f1"]
     print("| model | k | " + " | ".join(cols) + " |")
     print("| " + " | ".join(["---"] * (len(cols) + 2)) + " |")
-    print(f"| {args.model} | {em.fmt.k} | " + " | ".join(f"{metrics.get(c, float('nan')):.3f}" for c in cols) + " |")
+    print(
+        f"| {args.model} | {em.fmt.k} | "
+        + " | ".join(f"{metrics.get(c, float('nan')):.3f}" for c in cols)
+        + " |"
+    )
     print(f"n={int(metrics['n'])} teacher-forced examples, wall {metrics['wall_s']} s")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

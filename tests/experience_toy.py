@@ -28,18 +28,50 @@ def toy_trajectories(n: int, split: str = "train", seed: int = 0) -> list[Trajec
         steps = [
             (s0, f"search[{color} {item}]", res, 0.0, False, "Searching lists matching products."),
             (res, f"click[{pick}]", page, 0.0, False, f"Clicking {pick} opens its item page."),
-            (page, "click[buy now]", done_page, reward, True,
-             "Buying ends the episode; " + ("the item does not match." if wrong else "the item matches.")),
+            (
+                page,
+                "click[buy now]",
+                done_page,
+                reward,
+                True,
+                "Buying ends the episode; " + ("the item does not match." if wrong else "the item matches."),
+            ),
         ]
         tid = f"{split}-{i}"
         trans = [
-            Transition(task_id=f"task{i}", instruction=instr, step=j, state=s, action=a, next_state=ns,
-                       reward=r, done=d, success=d and r == 1.0, split=split, reasoning=why, score=r,
-                       terminated=d, trajectory_id=tid, available_actions=["click[buy now]"])
+            Transition(
+                task_id=f"task{i}",
+                instruction=instr,
+                step=j,
+                state=s,
+                action=a,
+                next_state=ns,
+                reward=r,
+                done=d,
+                success=d and r == 1.0,
+                split=split,
+                reasoning=why,
+                score=r,
+                terminated=d,
+                trajectory_id=tid,
+                available_actions=["click[buy now]"],
+            )
             for j, (s, a, ns, r, d, why) in enumerate(steps)
         ]
-        out.append(Trajectory(tid, f"task{i}", instr, "webshop", split, "offline", "expert", trans,
-                              success=reward == 1.0, score=reward))
+        out.append(
+            Trajectory(
+                tid,
+                f"task{i}",
+                instr,
+                "webshop",
+                split,
+                "offline",
+                "expert",
+                trans,
+                success=reward == 1.0,
+                score=reward,
+            )
+        )
     return out
 
 

@@ -29,8 +29,14 @@ class LetterEnv(TextEnvBase):
         if not action.strip():
             return TextStep("empty page", ["say[word]"], invalid=True)
         won = self._letter[slot] in action.lower()
-        return TextStep(f"you said {action[:20]}", ["say[word]"], reward=float(won), score=float(won),
-                        terminated=won, success=won)
+        return TextStep(
+            f"you said {action[:20]}",
+            ["say[word]"],
+            reward=float(won),
+            score=float(won),
+            terminated=won,
+            success=won,
+        )
 
 
 register_env("letters", LetterEnv)

@@ -48,7 +48,9 @@ def test_gae_needs_whole_episodes():
 
 
 def _turn(ep, t, reward, done, group):
-    return Turn([1, 2], [3], reward, done, done, False, task_index=group, group_id=group, episode_id=ep, turn=t)
+    return Turn(
+        [1, 2], [3], reward, done, done, False, task_index=group, group_id=group, episode_id=ep, turn=t
+    )
 
 
 def test_grpo_estimator_broadcasts_episode_advantage_to_every_turn():

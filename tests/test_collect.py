@@ -23,7 +23,11 @@ def test_collect_writes_readable_jsonl(webshop_offline):
             assert a.next_state == b.state
     experts = [t for t in trajs if t.policy == "expert"]
     assert sum(t.success for t in experts) / len(experts) >= 0.9
-    assert all(tr.reward == (1.0 if tr.score == 1.0 and tr.terminated else 0.0) for t in trajs for tr in t.transitions)
+    assert all(
+        tr.reward == (1.0 if tr.score == 1.0 and tr.terminated else 0.0)
+        for t in trajs
+        for tr in t.transitions
+    )
 
 
 def test_infer_available_actions_matches_env_on_collected_states(webshop_offline):
@@ -37,10 +41,12 @@ def test_infer_available_actions_matches_env_on_collected_states(webshop_offline
 
 def test_collect_returns_and_appends(tmp_path):
     out = tmp_path / "x.jsonl"
-    a = collect_trajectories("webshop", "val", n_expert=2, n_random=3, out=out, seed=3, batch_size=2,
-                             max_steps=6, teacher=False)
-    b = collect_trajectories("webshop", "val", n_expert=2, n_random=3, out=out, seed=3, batch_size=4, max_steps=6,
-                             teacher=False)
+    a = collect_trajectories(
+        "webshop", "val", n_expert=2, n_random=3, out=out, seed=3, batch_size=2, max_steps=6, teacher=False
+    )
+    b = collect_trajectories(
+        "webshop", "val", n_expert=2, n_random=3, out=out, seed=3, batch_size=4, max_steps=6, teacher=False
+    )
     assert [t.to_dict() for t in a] == [t.to_dict() for t in b]  # seeded and independent of batch size
     assert len(list(read_trajectories(out))) == 10
     assert all(tr.reasoning is None for t in a for tr in t.transitions)
@@ -51,7 +57,21 @@ def test_collect_errors_and_cli(tmp_path, capsys):
     with pytest.raises(ValueError, match="positive sum"):
         collect_trajectories("webshop", "train", 0, 0)
     out = tmp_path / "cli.jsonl"
-    main(["--env", "webshop", "--split", "test", "--n-expert", "2", "--n-random", "1", "--out", str(out),
-          "--batch-size", "2"])
+    main(
+        [
+            "--env",
+            "webshop",
+            "--split",
+            "test",
+            "--n-expert",
+            "2",
+            "--n-random",
+            "1",
+            "--out",
+            str(out),
+            "--batch-size",
+            "2",
+        ]
+    )
     assert "appended 3 trajectories" in capsys.readouterr().out
     assert len(list(read_trajectories(out))) == 3

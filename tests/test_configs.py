@@ -59,9 +59,15 @@ def test_missing_inputs_name_the_command(tiny_dirs, tmp_path):
     from models.policy_rl import PolicyRL
 
     with pytest.raises(FileNotFoundError, match="configs/webshop_policy_sft.yaml"):
-        PolicyRL(LanguageModel(path=str(tmp_path / "none")), SyntheticSchedule(SyntheticEnvSpec(checkpoint=tiny_dirs["policy"])))
+        PolicyRL(
+            LanguageModel(path=str(tmp_path / "none")),
+            SyntheticSchedule(SyntheticEnvSpec(checkpoint=tiny_dirs["policy"])),
+        )
     with pytest.raises(FileNotFoundError, match="configs/webshop_experience_sft.yaml"):
-        PolicyRL(LanguageModel(path=tiny_dirs["policy"]), SyntheticSchedule(SyntheticEnvSpec(checkpoint=str(tmp_path / "none"))))
+        PolicyRL(
+            LanguageModel(path=tiny_dirs["policy"]),
+            SyntheticSchedule(SyntheticEnvSpec(checkpoint=str(tmp_path / "none"))),
+        )
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[os.path.relpath(p, ROOT) for p in CONFIGS])
@@ -69,7 +75,9 @@ def test_config_instantiates(path, tiny_dirs, tmp_path):
     cfg = yaml.safe_load(open(path))
     if "model" not in cfg:
         if cfg.get("trainer", {}).get("accelerator") == "gpu" and not torch.cuda.is_available():
-            pytest.skip("trainer snippet for GPUs (combined with a stage config; see tests/test_strategies.py)")
+            pytest.skip(
+                "trainer snippet for GPUs (combined with a stage config; see tests/test_strategies.py)"
+            )
         if "stages" in cfg or "out_dir" in cfg:
             from dreamgym.pipeline import PipelineConfig, parse_pipeline_config
 

@@ -26,7 +26,14 @@ class CountEnv(TextEnvBase):
             return TextStep(f"left: {self._need[slot]}", ["go"], invalid=True)
         self._need[slot] -= 1
         won = self._need[slot] == 0
-        return TextStep(f"left: {self._need[slot]}", ["go"], reward=float(won), score=float(won), terminated=won, success=won)
+        return TextStep(
+            f"left: {self._need[slot]}",
+            ["go"],
+            reward=float(won),
+            score=float(won),
+            terminated=won,
+            success=won,
+        )
 
 
 def test_check_env_specs():

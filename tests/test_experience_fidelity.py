@@ -16,7 +16,9 @@ def test_meter_counts_and_copy_baseline():
     m = FidelityMeter()
     m.update(ParsedOutcome(True, "s1 x", 1.0, True, 1.0), "s0", "s1  x", 1.0, True)  # all right, success
     m.update(ParsedOutcome(True, "s2", 1.0, False), "s1", "s3", 0.0, False)  # false success, wrong state
-    m.update(ParsedOutcome(False, error="no <end>"), "s3", "s3", 0.0, False)  # parse failure: wrong everywhere
+    m.update(
+        ParsedOutcome(False, error="no <end>"), "s3", "s3", 0.0, False
+    )  # parse failure: wrong everywhere
     m.update(ParsedOutcome(True, "s4", 0.0, True), "s4", "s5", 1.0, True)  # missed success
     out = m.compute()
     assert out["n"] == 4 and out["parse_fail_rate"] == 0.25
@@ -55,4 +57,6 @@ def test_open_loop_perfect_and_broken_models():
     bad = open_loop_eval(_Oracle(trajs, broken=True), trajs)
     successes = sum(t.success for t in trajs)
     assert bad["open_loop_parse_fail_rate"] == 1.0
-    assert bad["open_loop_reward_acc"] == pytest.approx(1 - successes / 5)  # final reward 0 is right only on failures
+    assert bad["open_loop_reward_acc"] == pytest.approx(
+        1 - successes / 5
+    )  # final reward 0 is right only on failures

@@ -20,10 +20,20 @@ CONFIG = Path(__file__).resolve().parents[1] / "configs" / "webshop_experience_s
 def toy_data(tmp_path_factory):
     d = tmp_path_factory.mktemp("toy")
     train, test = write_toy(d / "train.jsonl", 24, "train", 0), write_toy(d / "test.jsonl", 6, "test", 1)
-    texts = [t.state + " " + t.action + " " + t.next_state + " " + (t.reasoning or "")
-             for traj in toy_trajectories(24) for t in traj.transitions]
-    tok = train_tokenizer(texts * 4 + ["<task> <history> <ref> <s> <a> <s'> <r> <state> <action> <predict> <think> "
-                                       "</think> <next> </next> <reward> <done> <score> <end>"] * 20, vocab_size=400)
+    texts = [
+        t.state + " " + t.action + " " + t.next_state + " " + (t.reasoning or "")
+        for traj in toy_trajectories(24)
+        for t in traj.transitions
+    ]
+    tok = train_tokenizer(
+        texts * 4
+        + [
+            "<task> <history> <ref> <s> <a> <s'> <r> <state> <action> <predict> <think> "
+            "</think> <next> </next> <reward> <done> <score> <end>"
+        ]
+        * 20,
+        vocab_size=400,
+    )
     tok.save_pretrained(d / "tok")
     return {"train": train, "test": test, "tok": d / "tok"}
 
@@ -79,17 +89,22 @@ def test_encode_examples_marks_parts_and_keeps_target(toy_data):
 
 
 def test_datamodule_switches_and_no_leak(toy_data):
-    dm = TrajectoryDataModule([str(toy_data["train"])], [str(toy_data["test"])], k=2, use_reasoning=False,
-                              history_window=1)
+    dm = TrajectoryDataModule(
+        [str(toy_data["train"])], [str(toy_data["test"])], k=2, use_reasoning=False, history_window=1
+    )
     dm.setup("fit")
     train, val = dm.examples("train"), dm.examples("val")
     assert len(train) == 72 and len(val) == 18
     assert all(ex["reasoning"] == "" and ex["prompt"].count("<ref>") == 2 for ex in train)
     assert train[2]["prompt"].split("\n")[1] in ("<history> click[b1]", "<history> click[b2]")
     assert train[1]["prompt"].split("\n")[1].startswith("<history> search[")
-    assert all(len(ex["neighbour_ids"]) == 2 and ex["trajectory_id"] not in ex["neighbour_ids"] for ex in train)
-    assert all(ex["trajectory_id"].startswith("test") and all(n.startswith("train") for n in ex["neighbour_ids"])
-               for ex in val)  # held-out examples retrieve from the train buffer only
+    assert all(
+        len(ex["neighbour_ids"]) == 2 and ex["trajectory_id"] not in ex["neighbour_ids"] for ex in train
+    )
+    assert all(
+        ex["trajectory_id"].startswith("test") and all(n.startswith("train") for n in ex["neighbour_ids"])
+        for ex in val
+    )  # held-out examples retrieve from the train buffer only
     # without exclusion a transition mostly retrieves itself: the exclusion is what removes it
     leaky = TrajectoryDataModule([str(toy_data["train"])], k=1, exclude="none")
     leaky.setup("fit")
@@ -110,17 +125,41 @@ def _cli(args):
 
 def _fit_args(toy_data, root, max_steps, extra=()):
     return [
-        "fit", "--config", str(CONFIG),
-        "--trainer.max_steps", str(max_steps), "--trainer.val_check_interval", "2",
-        "--trainer.limit_val_batches", "1", "--trainer.log_every_n_steps", "1", "--trainer.logger.init_args.save_dir", str(root / "runs"),
-        "--trainer.callbacks.init_args.every_n_train_steps", "2", "--trainer.enable_progress_bar", "false",
-        "--model.init_args.lm.init_args.preset", "tiny",
-        "--model.init_args.lm.init_args.tokenizer_path", str(toy_data["tok"]),
-        "--model.init_args.max_new_tokens", "8", "--model.init_args.max_length", "256",
-        "--model.init_args.export_dir", str(root / "hf"),
-        "--data.init_args.train_files", f"[{toy_data['train']}]",
-        "--data.init_args.val_files", f"[{toy_data['test']}]",
-        "--data.init_args.batch_size", "2", "--data.init_args.eval_batch_size", "2",
+        "fit",
+        "--config",
+        str(CONFIG),
+        "--trainer.max_steps",
+        str(max_steps),
+        "--trainer.val_check_interval",
+        "2",
+        "--trainer.limit_val_batches",
+        "1",
+        "--trainer.log_every_n_steps",
+        "1",
+        "--trainer.logger.init_args.save_dir",
+        str(root / "runs"),
+        "--trainer.callbacks.init_args.every_n_train_steps",
+        "2",
+        "--trainer.enable_progress_bar",
+        "false",
+        "--model.init_args.lm.init_args.preset",
+        "tiny",
+        "--model.init_args.lm.init_args.tokenizer_path",
+        str(toy_data["tok"]),
+        "--model.init_args.max_new_tokens",
+        "8",
+        "--model.init_args.max_length",
+        "256",
+        "--model.init_args.export_dir",
+        str(root / "hf"),
+        "--data.init_args.train_files",
+        f"[{toy_data['train']}]",
+        "--data.init_args.val_files",
+        f"[{toy_data['test']}]",
+        "--data.init_args.batch_size",
+        "2",
+        "--data.init_args.eval_batch_size",
+        "2",
         *extra,
     ]
 
@@ -149,8 +188,14 @@ def test_cli_fit_exports_and_resumes(toy_data, tmp_path):
         acc = EventAccumulator(str(e))
         acc.Reload()
         tags |= set(acc.Tags()["scalars"])
-    assert {"train/loss", "train/loss_state", "train/loss_reasoning", "val/loss", "val/reward_acc",
-            "val/parse_fail_rate"} <= tags
+    assert {
+        "train/loss",
+        "train/loss_state",
+        "train/loss_reasoning",
+        "val/loss",
+        "val/reward_acc",
+        "val/parse_fail_rate",
+    } <= tags
 
 
 def test_language_model_spec_builds_tiny(toy_data):
@@ -167,7 +212,9 @@ def test_variation_pairs_pair_different_tasks(toy_data):
     assert len(var) == 5 and len(dm.examples("train")) == 72 + 5
     instr = {traj.task_id: traj.instruction for traj in toy_trajectories(24)}
     for ex in var:
-        assert ex["task_id"] != ex["variant_task_id"] and ex["prompt"].startswith("<vary> " + instr[ex["task_id"]])
+        assert ex["task_id"] != ex["variant_task_id"] and ex["prompt"].startswith(
+            "<vary> " + instr[ex["task_id"]]
+        )
         assert parse_variation(ex["outcome"]) == instr[ex["variant_task_id"]]
 
 
@@ -195,7 +242,9 @@ def test_tokenizer_cli_saves_a_transformers_tokenizer(toy_data, tmp_path):
 
     from dreamgym.cli import main
 
-    main(["tokenizer", "--data", str(toy_data["train"]), "--out", str(tmp_path / "tok"), "--vocab-size", "300"])
+    main(
+        ["tokenizer", "--data", str(toy_data["train"]), "--out", str(tmp_path / "tok"), "--vocab-size", "300"]
+    )
     tok = AutoTokenizer.from_pretrained(tmp_path / "tok", local_files_only=True)
     text = "<next>\n[page] item | b1\n</next>"
     assert len(tok) == 300 and tok.decode(tok.encode(text, add_special_tokens=False)) == text

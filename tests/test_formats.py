@@ -17,20 +17,34 @@ from dreamgym.modeling.formats import (
 
 def test_prompt_sections_window_and_truncation():
     fmt = ExperienceFormat(k=2, history_window=2, ref_state_chars=10, ref_next_chars=12)
-    nbs = [Neighbour("s" * 50, "click[a]", "n" * 50, 0.0), Neighbour("x", "click[b]", "y", 1.0), Neighbour("z", "c", "w", 0)]
-    p = build_prompt(fmt, "buy a\nshirt", ["a1", "a2", "a3"], nbs, "[page] the  current\n\n  [button] x ", "click[x]")
+    nbs = [
+        Neighbour("s" * 50, "click[a]", "n" * 50, 0.0),
+        Neighbour("x", "click[b]", "y", 1.0),
+        Neighbour("z", "c", "w", 0),
+    ]
+    p = build_prompt(
+        fmt, "buy a\nshirt", ["a1", "a2", "a3"], nbs, "[page] the  current\n\n  [button] x ", "click[x]"
+    )
     lines = p.strip().split("\n")
     assert lines[0] == "<task> buy a shirt"
     assert lines[1] == "<history> a2 | a3"  # window of 2, oldest dropped
     assert len([ln for ln in lines if ln.startswith("<ref>")]) == 2  # k caps neighbours
-    assert lines[2:7] == ["<ref>", "<s> " + "s" * 10 + " ...", "<a> click[a]", "<s'> " + "n" * 12 + " ...", "<r> 0"]
+    assert lines[2:7] == [
+        "<ref>",
+        "<s> " + "s" * 10 + " ...",
+        "<a> click[a]",
+        "<s'> " + "n" * 12 + " ...",
+        "<r> 0",
+    ]
     assert lines[11] == "<r> 1"
     # the current state keeps its lines (stripped, blank ones dropped): the env parses states by line
     assert lines[-5:] == ["<state>", "[page] the current", "[button] x", "<action> click[x]", "<predict>"]
 
 
 def test_prompt_without_history_or_retrieval():
-    p = build_prompt(ExperienceFormat(k=0, history_window=4), "t", [], [Neighbour("s", "a", "n", 0)], "s0", "a0")
+    p = build_prompt(
+        ExperienceFormat(k=0, history_window=4), "t", [], [Neighbour("s", "a", "n", 0)], "s0", "a0"
+    )
     assert "<history> none" in p and "<ref>" not in p
 
 

@@ -72,7 +72,9 @@ def test_clipped_value_loss_by_hand():
     values, old, ret = torch.tensor([1.0, 0.1]), torch.tensor([0.0, 0.0]), torch.tensor([2.0, 0.0])
     # turn 0: (1-2)^2 = 1; clipped v = 0.2 -> (0.2-2)^2 = 3.24 -> 3.24
     # turn 1: (0.1-0)^2 = 0.01; clipped v = 0.1 -> 0.01
-    assert clipped_value_loss(values, old, ret, 0.2).item() == pytest.approx(0.5 * (3.24 + 0.01) / 2, abs=1e-6)
+    assert clipped_value_loss(values, old, ret, 0.2).item() == pytest.approx(
+        0.5 * (3.24 + 0.01) / 2, abs=1e-6
+    )
 
 
 def test_entropy_and_token_log_probs():
@@ -86,4 +88,6 @@ def test_entropy_and_token_log_probs():
 
 def test_shape_mismatch_is_named():
     with pytest.raises(ValueError, match="old_logp"):
-        clipped_surrogate_loss(torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool))
+        clipped_surrogate_loss(
+            torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool)
+        )

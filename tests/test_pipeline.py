@@ -34,7 +34,14 @@ def _argv(out):
 def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     out = tmp_path / "ws"
     report = run_pipeline(parse_pipeline_config(_argv(out)))
-    for name in ("offline_train.jsonl", "offline_test.jsonl", "tokenizer", "experience_model", "policy_sft", "policy_rl"):
+    for name in (
+        "offline_train.jsonl",
+        "offline_test.jsonl",
+        "tokenizer",
+        "experience_model",
+        "policy_sft",
+        "policy_rl",
+    ):
         assert (out / name).exists(), name
     assert not list(out.glob("*.partial"))
     for policy in ("policy_sft", "policy_rl"):

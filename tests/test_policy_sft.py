@@ -26,7 +26,9 @@ def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
 
     tok = load_tokenizer(tiny_tokenizer)
-    b = encode_bc_batch(tok, [{"prompt": "Instruction: buy tea\nAction:", "target": " search[tea]"}], max_length=64)
+    b = encode_bc_batch(
+        tok, [{"prompt": "Instruction: buy tea\nAction:", "target": " search[tea]"}], max_length=64
+    )
     n_target = len(tok.encode(" search[tea]", add_special_tokens=False)) + 1
     assert int(b["target_mask"].sum()) == n_target and b["target_mask"][0, -1]
     logits = torch.randn(1, b["input_ids"].shape[1], len(tok), requires_grad=True)
@@ -41,7 +43,9 @@ def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
 @pytest.mark.slow
 def test_policy_sft_fit_exports_hf_model(webshop_offline, tiny_lm, cpu_trainer_kwargs, tmp_path):
     out = tmp_path / "policy"
-    module = PolicySFT(tiny_lm, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2), max_length=384, save_dir=str(out))
+    module = PolicySFT(
+        tiny_lm, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2), max_length=384, save_dir=str(out)
+    )
     before = {k: v.clone() for k, v in module.model.state_dict().items()}
     dm = PolicySFTDataModule([str(webshop_offline)], [str(webshop_offline)], batch_size=4, max_val_examples=4)
     kw = {**cpu_trainer_kwargs, "max_steps": 3, "logger": False, "enable_checkpointing": False}

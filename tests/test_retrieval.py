@@ -9,21 +9,30 @@ from dreamgym.schema import Transition
 
 def _t(traj: str, step: int, state: str, action: str, task: str = "t0") -> Transition:
     return Transition(
-        task_id=task, instruction="buy", step=step, state=state, action=action, next_state=state + " next",
-        reward=0.0, done=False, trajectory_id=traj,
+        task_id=task,
+        instruction="buy",
+        step=step,
+        state=state,
+        action=action,
+        next_state=state + " next",
+        reward=0.0,
+        done=False,
+        trajectory_id=traj,
     )
 
 
 @pytest.fixture
 def buf():
     b = ReplayBuffer(HashingEncoder(dim=64))
-    b.add([
-        _t("A", 0, "search page for red shirts", "search[red shirt]", "t0"),
-        _t("A", 1, "results red shirt b01 b02", "click[b01]", "t0"),
-        _t("B", 0, "search page for red shirts", "search[red shirt cotton]", "t0"),
-        _t("C", 0, "item page blue pants size 32", "click[buy now]", "t1"),
-        _t("D", 0, "item page blue jeans size 30", "click[buy now]", "t2"),
-    ])
+    b.add(
+        [
+            _t("A", 0, "search page for red shirts", "search[red shirt]", "t0"),
+            _t("A", 1, "results red shirt b01 b02", "click[b01]", "t0"),
+            _t("B", 0, "search page for red shirts", "search[red shirt cotton]", "t0"),
+            _t("C", 0, "item page blue pants size 32", "click[buy now]", "t1"),
+            _t("D", 0, "item page blue jeans size 30", "click[buy now]", "t2"),
+        ]
+    )
     return b
 
 
@@ -54,7 +63,10 @@ def test_batched_search_and_incremental_add(buf):
     assert len(res) == 3 and all(len(r) == 2 for r in res)
     keys = buf.add([_t("S", 0, "synthetic state about lamps", "click[lamp]")])
     assert keys.tolist() == [5] and len(buf) == 6 and len(buf.index) == 6
-    assert buf.search(["synthetic state about lamps"], ["click[lamp]"], k=1, exclude="none")[0][0].trajectory_id == "S"
+    assert (
+        buf.search(["synthetic state about lamps"], ["click[lamp]"], k=1, exclude="none")[0][0].trajectory_id
+        == "S"
+    )
 
 
 def test_empty_buffer_and_k0():
@@ -67,7 +79,11 @@ def test_save_load_and_state_dict(buf, tmp_path):
     q = ("results red shirt b01 b02", "click[b01]")
     before = [h.trajectory_id for h in buf.search([q[0]], [q[1]], k=3, exclude="none")[0]]
     buf.save(tmp_path / "buf")
-    assert {p.name for p in (tmp_path / "buf").iterdir()} == {"transitions.jsonl", "index.usearch", "buffer.json"}
+    assert {p.name for p in (tmp_path / "buf").iterdir()} == {
+        "transitions.jsonl",
+        "index.usearch",
+        "buffer.json",
+    }
     loaded = ReplayBuffer.load(tmp_path / "buf")
     assert len(loaded) == 5 and loaded.encoder.dim == 64
     assert [h.trajectory_id for h in loaded.search([q[0]], [q[1]], k=3, exclude="none")[0]] == before

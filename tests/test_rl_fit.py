@@ -68,7 +68,9 @@ def _metrics(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_synthetic_schedule_trains_policy_not_reference(toy_policy, tmp_path):
-    module = _module(toy_policy, SyntheticSchedule(_spec(), iterations=3), curriculum=RewardVarianceCurriculum(lam=0.5))
+    module = _module(
+        toy_policy, SyntheticSchedule(_spec(), iterations=3), curriculum=RewardVarianceCurriculum(lam=0.5)
+    )
     before, ref_before = _snapshot(module.model), _snapshot(module.ref_model)
     _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
     assert _changed(before, module.model), "trainable policy parameters did not change"
@@ -102,7 +104,9 @@ def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
     schedule2 = RealSchedule(_spec(), budget=28)
     module2 = _module(toy_policy, schedule2, estimator=GAEAdvantage(), critic=ValueHead())
     _trainer(tmp_path / "resume").fit(
-        module2, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2), ckpt_path=str(tmp_path / "ckpt" / "last.ckpt")
+        module2,
+        RolloutDataModule(eval_tasks=2, eval_batch_tasks=2),
+        ckpt_path=str(tmp_path / "ckpt" / "last.ckpt"),
     )
     assert schedule2.iteration == 3 and schedule.real_transitions < schedule2.real_transitions <= 28
 

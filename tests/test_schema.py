@@ -32,7 +32,9 @@ def _traj(tid="t0", n=2, success=True) -> Trajectory:
         )
         for i in range(n)
     ]
-    return Trajectory(tid, "webshop/train/1", "buy red shoes", "webshop", "train", "offline", "expert", steps, success, 1.0)
+    return Trajectory(
+        tid, "webshop/train/1", "buy red shoes", "webshop", "train", "offline", "expert", steps, success, 1.0
+    )
 
 
 def test_round_trip(tmp_path):
@@ -60,7 +62,10 @@ def test_bad_json_names_file_and_line(tmp_path):
 @pytest.mark.parametrize(
     "mutate, msg",
     [
-        (lambda d: d["transitions"][1].__setitem__("reward", "high"), r":1, transitions\[1\]: field 'reward' must be"),
+        (
+            lambda d: d["transitions"][1].__setitem__("reward", "high"),
+            r":1, transitions\[1\]: field 'reward' must be",
+        ),
         (lambda d: d["transitions"][0].pop("action"), r"missing required field 'action'"),
         (lambda d: d.__setitem__("split", "dev"), r"field 'split' is 'dev'; use one of"),
         (lambda d: d["transitions"][0].__setitem__("done", 1), r"field 'done' must be bool, got int"),

@@ -47,7 +47,9 @@ def test_specs_equal_the_real_env():
 def test_valid_action_rule():
     assert is_valid_action("search[red shirt]", ["search[<query>]"])
     assert not is_valid_action("search[ ]", ["search[<query>]"])
-    assert is_valid_action("click[Buy Now]", ["click[buy now]"]) and not is_valid_action("click[x]", ["click[y]"])
+    assert is_valid_action("click[Buy Now]", ["click[buy now]"]) and not is_valid_action(
+        "click[x]", ["click[y]"]
+    )
 
 
 def test_invalid_action_is_a_noop_without_model_call():
@@ -60,8 +62,9 @@ def test_invalid_action_is_a_noop_without_model_call():
 
 
 def test_unparseable_output_is_failure_state_and_counted():
-    env = SyntheticEnv(ScriptedExperience(["<next> half a state", build_target(ITEM_PAGE, 0, False)]), [TASK],
-                       batch_size=[2])
+    env = SyntheticEnv(
+        ScriptedExperience(["<next> half a state", build_target(ITEM_PAGE, 0, False)]), [TASK], batch_size=[2]
+    )
     td = env.reset()
     td["action"] = ["search[red shirt]", "search[red shirt]"]
     out = env.step(td)["next"]
@@ -85,20 +88,29 @@ def test_untrained_model_never_raises():
 def test_batched_steps_reward_reasoning_actions_and_write_back():
     buf = ReplayBuffer(HashingEncoder(dim=32))
     buf.add([t for traj in toy_trajectories(4) for t in traj.transitions])
-    em = ScriptedExperience([
-        build_target(ITEM_PAGE, 0, False, 0, reasoning="clicking opens the item"),
-        build_target(DONE_PAGE, 1, True, 1, reasoning="the item matches"),
-    ], buffer=buf)
+    em = ScriptedExperience(
+        [
+            build_target(ITEM_PAGE, 0, False, 0, reasoning="clicking opens the item"),
+            build_target(DONE_PAGE, 1, True, 1, reasoning="the item matches"),
+        ],
+        buffer=buf,
+    )
     env = SyntheticEnv(em, [TASK], batch_size=[1], write_back=True)
     td = env.reset()
     td["action"] = ["search[red shirt]"]
     td = env.step(td)["next"]
     assert as_text_list(td["reasoning"]) == ["clicking opens the item"]
     # the new state's actions come from the real env's rule applied to the generated text
-    assert as_text_list(td["available_actions"])[0] == ["click[back to search]", "click[< prev]", "click[buy now]"]
+    assert as_text_list(td["available_actions"])[0] == [
+        "click[back to search]",
+        "click[< prev]",
+        "click[buy now]",
+    ]
     td["action"] = ["click[buy now]"]
     td = env.step(td)["next"]
-    assert td["reward"].item() == 1.0 and td["success"].item() and td["terminated"].item() and td["done"].item()
+    assert (
+        td["reward"].item() == 1.0 and td["success"].item() and td["terminated"].item() and td["done"].item()
+    )
     assert "<history> search[red shirt]" in em.prompts_seen[1] and em.prompts_seen[1].count("<ref>") == 1
     assert len(buf) == 12 + 2 and buf.transitions[-1].source == "synthetic"
 
@@ -112,7 +124,10 @@ def test_from_checkpoint_and_frozen_model(tmp_path):
     em.save_pretrained(tmp_path / "model")
     env = SyntheticEnv.from_checkpoint(tmp_path / "model", tasks=str(path), batch_size=[2], max_new_tokens=4)
     assert len(env.tasks) == len(tasks_from_trajectories([path])) == 6 and len(env.experience.buffer) == 18
-    assert not any(p.requires_grad for p in env.experience.model.parameters()) and not env.experience.model.training
+    assert (
+        not any(p.requires_grad for p in env.experience.model.parameters())
+        and not env.experience.model.training
+    )
     env2 = SyntheticEnv.from_checkpoint(tmp_path / "model", batch_size=[1])  # tasks from the buffer
     assert {t.task_id for t in env2.tasks} == {t.task_id for t in env.tasks}
     env.add_tasks([TASK])

@@ -11,9 +11,18 @@ from dreamgym.envs.webshop.goals import build_goals, price_upper, split_goals
 
 
 def _prod(asin, name="Acme Red Tea", pricing="$12.50", options=None, **kw):
-    d = {"asin": asin, "name": name, "full_description": "Nice tea.", "small_description": ["ORGANIC: yes"],
-         "pricing": pricing, "images": ["x.jpg"], "customization_options": options, "category": "grocery",
-         "query": " Herbal Tea ", "product_category": "Grocery › Tea"}
+    d = {
+        "asin": asin,
+        "name": name,
+        "full_description": "Nice tea.",
+        "small_description": ["ORGANIC: yes"],
+        "pricing": pricing,
+        "images": ["x.jpg"],
+        "customization_options": options,
+        "category": "grocery",
+        "query": " Herbal Tea ",
+        "product_category": "Grocery › Tea",
+    }
     d.update(kw)
     return d
 
@@ -83,7 +92,9 @@ def test_broken_product_names_file_record_field(tmp_path, bad, field):
 
 def test_broken_human_file(tmp_path):
     _write(tmp_path, [_prod("B000000001")], human={"B000000001": [{"instruction": 3}]})
-    with pytest.raises(CatalogError, match=r"items_human_ins.json: record 0 \(asin 'B000000001'\).*'instruction'"):
+    with pytest.raises(
+        CatalogError, match=r"items_human_ins.json: record 0 \(asin 'B000000001'\).*'instruction'"
+    ):
         load_catalog(tmp_path)
 
 
@@ -104,15 +115,29 @@ def test_price_upper_rule():
 
 
 def test_human_and_synthetic_goals(tmp_path):
-    opts = {"size": [{"value": "S", "image": None}, {"value": "M", "image": None}],
-            "color": [{"value": "Red", "image": None}]}
+    opts = {
+        "size": [{"value": "S", "image": None}, {"value": "M", "image": None}],
+        "color": [{"value": "Red", "image": None}],
+    }
     products = [_prod("B000000001", options=opts), _prod("B000000002")]
-    ins = {"B000000001": {"attributes": ["organic", "vegan"], "instruction": "Find me organic tea",
-                          "instruction_attributes": ["organic"]},
-           "B000000002": {"attributes": ["vegan"]}}
-    human = {"B000000001": [{"instruction": "i want red tea.", "instruction_attributes": ["organic"],
-                             "instruction_options": ["red"]},
-                            {"instruction": "skipped", "instruction_attributes": [], "instruction_options": []}]}
+    ins = {
+        "B000000001": {
+            "attributes": ["organic", "vegan"],
+            "instruction": "Find me organic tea",
+            "instruction_attributes": ["organic"],
+        },
+        "B000000002": {"attributes": ["vegan"]},
+    }
+    human = {
+        "B000000001": [
+            {
+                "instruction": "i want red tea.",
+                "instruction_attributes": ["organic"],
+                "instruction_options": ["red"],
+            },
+            {"instruction": "skipped", "instruction_attributes": [], "instruction_options": []},
+        ]
+    }
     cat = load_catalog(_write(tmp_path, products, ins, human))
     hg = build_goals(cat, human=True)
     assert len(hg) == 1 and hg[0].goal_options == ["red"] and hg[0].query == "herbal tea"
@@ -120,7 +145,10 @@ def test_human_and_synthetic_goals(tmp_path):
     sg = build_goals(cat, human=False)
     assert len(sg) == 2  # color (1 value) x size (2 values), sorted option names
     texts = sorted(g.instruction_text.split(", and price")[0] for g in sg)
-    assert texts == ["Find me organic tea with color: red, and size: m", "Find me organic tea with color: red, and size: s"]
+    assert texts == [
+        "Find me organic tea with color: red, and size: m",
+        "Find me organic tea with color: red, and size: s",
+    ]
     assert all(g.weight == pytest.approx(0.5) for g in sg)
 
 
@@ -151,4 +179,6 @@ def test_bundled_catalog_is_reproducible_from_the_script():
     files = mod.build(seed=0, n_products=1200)
     for name, obj in files.items():
         bundled = json.loads((default_data_dir() / name).read_text(encoding="utf-8"))
-        assert bundled == json.loads(json.dumps(obj)), f"{name} differs from scripts/make_webshop_catalog.py output"
+        assert bundled == json.loads(json.dumps(obj)), (
+            f"{name} differs from scripts/make_webshop_catalog.py output"
+        )

@@ -104,7 +104,15 @@ def test_text_rendering_matches_upstream(shop):
     segs = ["Instruction:", "do it", "Back to Search", "< Prev"]
     for name, vals in p.options.items():
         segs += [name, *vals]
-    segs += [p.title, f"Price: {p.price_tag}", "Rating: N.A.", "Description", "Features", "Reviews", "Buy Now"]
+    segs += [
+        p.title,
+        f"Price: {p.price_tag}",
+        "Rating: N.A.",
+        "Description",
+        "Features",
+        "Reviews",
+        "Buy Now",
+    ]
     assert render_text(item, cat, "do it") == " [SEP] ".join(segs)
     assert render_text(PageState(), cat, "do it") == "WebShop [SEP] Instruction: [SEP] do it [SEP] Search"
     reviews = PageState("reviews", "kw", [p.asin], 1, p.asin)
@@ -112,26 +120,44 @@ def test_text_rendering_matches_upstream(shop):
     res = apply_action(PageState(), "search[tea]", cat, eng).page
     res.page = 2
     text = render_text(res, cat, "do it").split(" [SEP] ")
-    assert text[:6] == ["Instruction:", "do it", "Back to Search", f"Page 2 (Total results: {len(res.results)})",
-                        "< Prev", "Next >"]
+    assert text[:6] == [
+        "Instruction:",
+        "do it",
+        "Back to Search",
+        f"Page 2 (Total results: {len(res.results)})",
+        "< Prev",
+        "Next >",
+    ]
     first = cat.products[res.results[10]]
     assert text[6:9] == [first.asin, first.title, first.price_tag]
     done = PageState("done", asin=p.asin, options={"size": "m", "color": "red"}, score=0.5)
     d = render_text(done, cat, "x")
-    assert d.startswith("Thank you for shopping with us! [SEP] Your code: [SEP] None [SEP] (Paste it in your MTurk")
-    assert f'asin [SEP] {p.asin} [SEP] options [SEP] {{"color": "red", "size": "m"}} [SEP] attrs [SEP] None' in d
+    assert d.startswith(
+        "Thank you for shopping with us! [SEP] Your code: [SEP] None [SEP] (Paste it in your MTurk"
+    )
+    assert (
+        f'asin [SEP] {p.asin} [SEP] options [SEP] {{"color": "red", "size": "m"}} [SEP] attrs [SEP] None' in d
+    )
     assert d.endswith("Your score (min 0.0, max 1.0) [SEP] 0.5 [SEP] Reward Details [SEP] None")
 
 
 def test_infer_available_actions_round_trip(shop):
     cat, eng = shop
     p = _with_options(cat)
-    pages = [PageState(), apply_action(PageState(), "search[tea]", cat, eng).page,
-             PageState("item", "kw", [p.asin], 1, p.asin, {next(iter(p.options)): next(iter(p.options.values()))[0]}),
-             PageState("description", "kw", [p.asin], 1, p.asin), PageState("done", asin=p.asin, score=1.0)]
+    pages = [
+        PageState(),
+        apply_action(PageState(), "search[tea]", cat, eng).page,
+        PageState(
+            "item", "kw", [p.asin], 1, p.asin, {next(iter(p.options)): next(iter(p.options.values()))[0]}
+        ),
+        PageState("description", "kw", [p.asin], 1, p.asin),
+        PageState("done", asin=p.asin, score=1.0),
+    ]
     for page in pages:
         for attrs in (False, True):
-            assert infer_available_actions(render_abstract(page, cat, attrs)) == available_actions(page, cat, attrs)
+            assert infer_available_actions(render_abstract(page, cat, attrs)) == available_actions(
+                page, cat, attrs
+            )
 
 
 def test_infer_is_robust_to_garbage():

@@ -15,19 +15,37 @@ from dreamgym.envs.webshop.reward import (
 
 
 def _product(**kw) -> Product:
-    base = dict(asin="B000000001", title="Acme Organic Chamomile Herbal Tea", description="A calming tea.",
-                bullets=["CAFFEINE FREE: yes"], price_tag="$10.0", prices=[10.0], price=10.0,
-                options={"size": ["20 count", "40 count"], "color": ["navy blue", "red"]},
-                attributes=["organic", "non gmo"], category="grocery", query="herbal tea",
-                product_category="Grocery › Beverages › Tea")
+    base = dict(
+        asin="B000000001",
+        title="Acme Organic Chamomile Herbal Tea",
+        description="A calming tea.",
+        bullets=["CAFFEINE FREE: yes"],
+        price_tag="$10.0",
+        prices=[10.0],
+        price=10.0,
+        options={"size": ["20 count", "40 count"], "color": ["navy blue", "red"]},
+        attributes=["organic", "non gmo"],
+        category="grocery",
+        query="herbal tea",
+        product_category="Grocery › Beverages › Tea",
+    )
     base.update(kw)
     return Product(**base)
 
 
 def _goal(**kw) -> Goal:
-    base = dict(goal_id="g", asin="B000000001", instruction_text="i need organic tea", attributes=["organic"],
-                goal_options=["40 count"], price_upper=20.0, category="grocery", query="herbal tea",
-                name="Acme Organic Chamomile Herbal Tea", product_category="Grocery › Beverages › Tea")
+    base = dict(
+        goal_id="g",
+        asin="B000000001",
+        instruction_text="i need organic tea",
+        attributes=["organic"],
+        goal_options=["40 count"],
+        price_upper=20.0,
+        category="grocery",
+        query="herbal tea",
+        name="Acme Organic Chamomile Herbal Tea",
+        product_category="Grocery › Beverages › Tea",
+    )
     base.update(kw)
     return Goal(**base)
 
@@ -51,7 +69,9 @@ def test_fuzzy_option_quirk_is_upstream():
 
 def test_attribute_via_text_substring_and_fuzzy():
     # "caffeine free" is not a product attribute but occurs in the bullets; "non-gmo" fuzzy-matches "non gmo"
-    r = purchase_score(_product(), _goal(attributes=["caffeine free", "non-gmo", "vegan"], goal_options=[]), {})
+    r = purchase_score(
+        _product(), _goal(attributes=["caffeine free", "non-gmo", "vegan"], goal_options=[]), {}
+    )
     assert r.attrs_matched == ["caffeine free", "non-gmo"] and r.attrs_missed == ["vegan"]
     assert r.score == pytest.approx(3 / 4)
 

@@ -33,8 +33,15 @@ def test_option_and_invalid_messages():
     from dreamgym.schema import Transition
 
     tr = Transition("t", "i", 0, "s", "click[red]", "s2", 0.0, False)
-    info = {"action_kind": "click", "valid": True, "target": "red", "page": "item", "prev_page": "item",
-            "selected": ("color", "red"), "goal": {"options": ["blue"]}}
+    info = {
+        "action_kind": "click",
+        "valid": True,
+        "target": "red",
+        "page": "item",
+        "prev_page": "item",
+        "selected": ("color", "red"),
+        "goal": {"options": ["blue"]},
+    }
     assert teacher.explain(tr, info) == (
         "Selecting 'red' sets color to red on the same item page. The goal asks for 'blue' instead."
     )

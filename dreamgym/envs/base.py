@@ -116,7 +116,9 @@ class TextEnvBase(EnvBase):
     # ------------------------------------------------------------------ specs
     def _make_specs(self) -> None:
         bs = self.batch_size
-        text = {k: NonTensor(shape=bs, example_data="" if k != "available_actions" else [""]) for k in TEXT_KEYS}
+        text = {
+            k: NonTensor(shape=bs, example_data="" if k != "available_actions" else [""]) for k in TEXT_KEYS
+        }
         self.observation_spec = Composite(
             **text,
             score=Unbounded(shape=(*bs, 1), dtype=torch.float32),
@@ -180,7 +182,9 @@ class TextEnvBase(EnvBase):
         if requested >= 0:
             n = self.num_tasks()
             if requested >= n:
-                raise IndexError(f"task_index {requested} out of range for split {self.split!r} with {n} tasks")
+                raise IndexError(
+                    f"task_index {requested} out of range for split {self.split!r} with {n} tasks"
+                )
             return requested
         if self._queued:
             return self._queued.pop(0)
@@ -218,12 +222,18 @@ class TextEnvBase(EnvBase):
         n = self.batch_size[0]
         actions = [str(a) for a in as_text_list(tensordict.get("action"))]
         if len(actions) != n:
-            raise ValueError(f"{type(self).__name__} expects {n} actions under key 'action', got {len(actions)}")
+            raise ValueError(
+                f"{type(self).__name__} expects {n} actions under key 'action', got {len(actions)}"
+            )
         active = list(range(n))
         if "_step" in tensordict.keys():  # TorchRL partial step: only these slots act
             mask = tensordict.get("_step").reshape(n).cpu().numpy().astype(bool)
             active = [i for i in range(n) if mask[i]]
-        acted = dict(zip(active, self._act_slots(active, [actions[i] for i in active]), strict=True)) if active else {}
+        acted = (
+            dict(zip(active, self._act_slots(active, [actions[i] for i in active]), strict=True))
+            if active
+            else {}
+        )
         results = [
             acted[i] if i in acted else TextStep(self._obs[i].observation, self._obs[i].available_actions)
             for i in range(n)

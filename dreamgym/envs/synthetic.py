@@ -78,7 +78,9 @@ def tasks_from_trajectories(paths: Sequence[str | os.PathLike], split: str = "tr
             if traj.split != split or traj.task_id in seen or not traj.transitions:
                 continue
             first = traj.transitions[0]
-            seen[traj.task_id] = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
+            seen[traj.task_id] = SyntheticTask(
+                traj.task_id, traj.instruction, first.state, list(first.available_actions)
+            )
     return list(seen.values())
 
 
@@ -172,7 +174,9 @@ class SyntheticEnv(TextEnvBase):
         em = ExperienceModel.from_pretrained(path, buffer=buffer, **experience_kwargs)
         if tasks is None:
             if em.buffer is None:
-                raise ValueError(f"{str(path)!r} has no buffer/ to take tasks from; pass `tasks` (a JSONL file)")
+                raise ValueError(
+                    f"{str(path)!r} has no buffer/ to take tasks from; pass `tasks` (a JSONL file)"
+                )
             pool = _tasks_from_transitions(em.buffer.transitions)
         elif isinstance(tasks, (str, os.PathLike)):
             pool = tasks_from_trajectories([tasks])
@@ -181,7 +185,9 @@ class SyntheticEnv(TextEnvBase):
         else:
             pool = list(tasks)  # type: ignore[arg-type]
         if not pool:
-            raise ValueError("SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`")
+            raise ValueError(
+                "SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`"
+            )
         return cls(em, pool, real_env, batch_size, max_steps, seed, write_back)
 
     def add_tasks(self, tasks: Sequence[SyntheticTask]) -> None:
@@ -221,8 +227,13 @@ class SyntheticEnv(TextEnvBase):
                 out[slot] = TextStep(cur.observation, list(cur.available_actions), invalid=True)
         if calls:
             queries = [
-                ExperienceQuery(self._task[s].instruction, list(self._history[s]), self.current(s).observation, a,
-                                exclude_id=self._episode_ids[s])
+                ExperienceQuery(
+                    self._task[s].instruction,
+                    list(self._history[s]),
+                    self.current(s).observation,
+                    a,
+                    exclude_id=self._episode_ids[s],
+                )
                 for s, a in calls
             ]
             self.model_calls += len(queries)
@@ -239,22 +250,48 @@ class SyntheticEnv(TextEnvBase):
         self._history[slot].append(action)
         if pred is None or not pred.ok:
             self.sim_errors += 1
-            return TextStep(FAILURE_STATE, [], reward=0.0, terminated=True, sim_error=True,
-                            info={"error": getattr(pred, "error", "generation failed")})
+            return TextStep(
+                FAILURE_STATE,
+                [],
+                reward=0.0,
+                terminated=True,
+                sim_error=True,
+                info={"error": getattr(pred, "error", "generation failed")},
+            )
         task = self._task[slot]
         reward = float(pred.reward)
         step = TextStep(
-            pred.next_state, self._infer(task, pred.next_state), reward=reward, score=float(pred.score),
-            terminated=bool(pred.done), success=bool(pred.done) and reward >= 1.0, reasoning=pred.reasoning,
+            pred.next_state,
+            self._infer(task, pred.next_state),
+            reward=reward,
+            score=float(pred.score),
+            terminated=bool(pred.done),
+            success=bool(pred.done) and reward >= 1.0,
+            reasoning=pred.reasoning,
         )
         if self.write_back and self.experience.buffer is not None:
-            self.experience.buffer.add([Transition(
-                task_id=task.task_id, instruction=task.instruction, step=len(self._history[slot]) - 1,
-                state=q.state, action=action, next_state=pred.next_state, reward=reward, done=bool(pred.done),
-                success=step.success, source="synthetic", env=self.real_env, split="train",
-                reasoning=pred.reasoning, score=float(pred.score), terminated=bool(pred.done),
-                trajectory_id=self._episode_ids[slot],
-            )])
+            self.experience.buffer.add(
+                [
+                    Transition(
+                        task_id=task.task_id,
+                        instruction=task.instruction,
+                        step=len(self._history[slot]) - 1,
+                        state=q.state,
+                        action=action,
+                        next_state=pred.next_state,
+                        reward=reward,
+                        done=bool(pred.done),
+                        success=step.success,
+                        source="synthetic",
+                        env=self.real_env,
+                        split="train",
+                        reasoning=pred.reasoning,
+                        score=float(pred.score),
+                        terminated=bool(pred.done),
+                        trajectory_id=self._episode_ids[slot],
+                    )
+                ]
+            )
         return step
 
     @property
@@ -289,4 +326,3 @@ def _tiny_untrained_experience() -> ExperienceModel:
     tok = train_tokenizer(corpus, vocab_size=300)
     model = build_model("tiny", tok, max_positions=1024)
     return ExperienceModel(model, tok, ExperienceFormat(k=0), buffer=None, max_new_tokens=16, batch_size=8)
-

@@ -133,15 +133,22 @@ class ExperienceModel:
         """The prompts of ``queries``, with neighbours retrieved in one batched search."""
         if self.buffer is not None and self.fmt.k > 0:
             hits = self.buffer.search(
-                [q.state for q in queries], [q.action for q in queries], self.fmt.k,
-                exclude="trajectory", query_ids=[q.exclude_id for q in queries],
+                [q.state for q in queries],
+                [q.action for q in queries],
+                self.fmt.k,
+                exclude="trajectory",
+                query_ids=[q.exclude_id for q in queries],
             )
         else:
             hits = [[] for _ in queries]
         return [
             build_prompt(
-                self.fmt, q.instruction, q.history,
-                [Neighbour(t.state, t.action, t.next_state, t.reward) for t in nb], q.state, q.action,
+                self.fmt,
+                q.instruction,
+                q.history,
+                [Neighbour(t.state, t.action, t.next_state, t.reward) for t in nb],
+                q.state,
+                q.action,
             )
             for q, nb in zip(queries, hits, strict=True)
         ]
@@ -149,8 +156,13 @@ class ExperienceModel:
     def generate(self, prompts: list[str], max_new_tokens: int | None = None) -> list[str]:
         """Raw generated text for each prompt (batched, KV cache)."""
         return generate_texts(
-            self.model, self.tokenizer, prompts, max_new_tokens=max_new_tokens or self.max_new_tokens,
-            batch_size=self.batch_size, do_sample=self.do_sample, temperature=self.temperature,
+            self.model,
+            self.tokenizer,
+            prompts,
+            max_new_tokens=max_new_tokens or self.max_new_tokens,
+            batch_size=self.batch_size,
+            do_sample=self.do_sample,
+            temperature=self.temperature,
             max_prompt_tokens=self.max_prompt_tokens,
         )
 

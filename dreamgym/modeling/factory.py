@@ -35,10 +35,14 @@ PRESETS: dict[str, dict[str, int]] = {
 FAMILIES = {"llama": LlamaConfig, "qwen2": Qwen2Config}
 
 
-def build_model(preset: str, tokenizer, family: str = "llama", max_positions: int = 4096, seed: int = 0) -> PreTrainedModel:
+def build_model(
+    preset: str, tokenizer, family: str = "llama", max_positions: int = 4096, seed: int = 0
+) -> PreTrainedModel:
     """A freshly initialised causal LM of ``preset`` size for ``tokenizer``'s vocabulary."""
     if preset not in PRESETS:
-        raise ValueError(f"unknown model preset {preset!r}; choose one of {sorted(PRESETS)} or pass a model path")
+        raise ValueError(
+            f"unknown model preset {preset!r}; choose one of {sorted(PRESETS)} or pass a model path"
+        )
     if family not in FAMILIES:
         raise ValueError(f"unknown model family {family!r}; choose one of {sorted(FAMILIES)}")
     cfg = FAMILIES[family](

@@ -127,7 +127,9 @@ class ExperienceFormat:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
-            raise ValueError(f"ExperienceFormat: unknown field(s) {unknown}; known fields are {sorted(known)}")
+            raise ValueError(
+                f"ExperienceFormat: unknown field(s) {unknown}; known fields are {sorted(known)}"
+            )
         return cls(**d)
 
 
@@ -268,20 +270,28 @@ def _parse(text: str) -> ParsedOutcome:
     try:
         reward = float(tm.group("reward"))
     except ValueError:
-        return ParsedOutcome(ok=False, reasoning=reasoning, error=f"reward {tm.group('reward')!r} is not a number")
+        return ParsedOutcome(
+            ok=False, reasoning=reasoning, error=f"reward {tm.group('reward')!r} is not a number"
+        )
     done = _BOOLS.get(tm.group("done").lower())
     if done is None:
-        return ParsedOutcome(ok=False, reasoning=reasoning, error=f"done {tm.group('done')!r} is not true/false")
+        return ParsedOutcome(
+            ok=False, reasoning=reasoning, error=f"done {tm.group('done')!r} is not true/false"
+        )
     score = reward
     if tm.group("score") is not None:
         try:
             score = float(tm.group("score"))
         except ValueError:
-            return ParsedOutcome(ok=False, reasoning=reasoning, error=f"score {tm.group('score')!r} is not a number")
+            return ParsedOutcome(
+                ok=False, reasoning=reasoning, error=f"score {tm.group('score')!r} is not a number"
+            )
     next_state = clean_state(nm.group(1))
     if not next_state:
         return ParsedOutcome(ok=False, reasoning=reasoning, error="empty `<next>` state")
-    return ParsedOutcome(ok=True, next_state=next_state, reward=reward, done=done, score=score, reasoning=reasoning)
+    return ParsedOutcome(
+        ok=True, next_state=next_state, reward=reward, done=done, score=score, reasoning=reasoning
+    )
 
 
 # ---------------------------------------------------------------- task variation (curriculum)

@@ -13,10 +13,17 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 __all__ = ["SPECIAL_TOKENS", "train_tokenizer", "load_tokenizer", "corpus_from_trajectories"]
 
-SPECIAL_TOKENS = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>", "unk_token": "<|unk|>"}
+SPECIAL_TOKENS = {
+    "bos_token": "<|bos|>",
+    "eos_token": "<|eos|>",
+    "pad_token": "<|pad|>",
+    "unk_token": "<|unk|>",
+}
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, min_frequency: int = 2) -> PreTrainedTokenizerFast:
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int = 4096, min_frequency: int = 2
+) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on ``texts`` and wrap it as a ``transformers`` fast tokenizer.
 
     Byte-level means every string round-trips, whatever characters the data holds.

@@ -22,7 +22,9 @@ FORMAT_SNIPPETS = (
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m dreamgym tokenizer", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dreamgym tokenizer", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--data", nargs="+", required=True, help="trajectory JSONL files (the corpus)")
     parser.add_argument("--out", required=True, help="output directory (save_pretrained)")
     parser.add_argument("--vocab-size", type=int, default=4096, help="BPE vocabulary size")

@@ -57,7 +57,9 @@ class ReplayBuffer:
 
     # ---------------------------------------------------------------- building
     @classmethod
-    def from_files(cls, paths: Sequence[str | os.PathLike], encoder: Encoder | None = None, **kwargs) -> ReplayBuffer:
+    def from_files(
+        cls, paths: Sequence[str | os.PathLike], encoder: Encoder | None = None, **kwargs
+    ) -> ReplayBuffer:
         """A buffer seeded with every transition of the JSONL trajectory files ``paths``."""
         buf = cls(encoder, **kwargs)
         for p in paths:

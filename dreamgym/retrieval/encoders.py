@@ -73,7 +73,7 @@ class HashingEncoder(Encoder):
             words = _WORD.findall(text.lower())
             feats = [f"w:{w}" for w in words] + [f"b:{a}_{b}" for a, b in zip(words, words[1:], strict=False)]
             joined = " ".join(words)
-            feats += [f"c:{joined[j:j + 3]}" for j in range(0, max(0, len(joined) - 2), 2)]
+            feats += [f"c:{joined[j : j + 3]}" for j in range(0, max(0, len(joined) - 2), 2)]
             for f in feats:
                 j, sign = self._bucket(f)
                 out[i, j] += sign

@@ -26,13 +26,21 @@ class VectorIndex:
     """
 
     def __init__(
-        self, ndim: int, dtype: str = "f32", expansion_add: int | None = None, expansion_search: int | None = None
+        self,
+        ndim: int,
+        dtype: str = "f32",
+        expansion_add: int | None = None,
+        expansion_search: int | None = None,
     ):
         if ndim < 1:
             raise ValueError(f"VectorIndex.ndim must be >= 1, got {ndim}")
         self.ndim, self.dtype = int(ndim), dtype
         self._index = Index(
-            ndim=self.ndim, metric="cos", dtype=dtype, expansion_add=expansion_add, expansion_search=expansion_search
+            ndim=self.ndim,
+            metric="cos",
+            dtype=dtype,
+            expansion_add=expansion_add,
+            expansion_search=expansion_search,
         )
 
     def __len__(self) -> int:
@@ -43,7 +51,9 @@ class VectorIndex:
         keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(keys), -1)
         if vectors.shape[1] != self.ndim:
-            raise ValueError(f"VectorIndex.add: vectors have {vectors.shape[1]} dims, the index has {self.ndim}")
+            raise ValueError(
+                f"VectorIndex.add: vectors have {vectors.shape[1]} dims, the index has {self.ndim}"
+            )
         if len(keys):
             self._index.add(keys, vectors, threads=1)
 
@@ -75,7 +85,9 @@ class VectorIndex:
         keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
         if len(keys) == 0:
             return np.zeros((0, self.ndim), dtype=np.float32)
-        return np.asarray(self._index.get(keys, dtype=np.float32), dtype=np.float32).reshape(len(keys), self.ndim)
+        return np.asarray(self._index.get(keys, dtype=np.float32), dtype=np.float32).reshape(
+            len(keys), self.ndim
+        )
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index to ``path`` (a file)."""
@@ -86,7 +98,9 @@ class VectorIndex:
     def load(cls, path: str | os.PathLike, ndim: int, dtype: str = "f32") -> VectorIndex:
         """Read an index written by :meth:`save`."""
         if not Path(path).is_file():
-            raise FileNotFoundError(f"usearch index file {str(path)!r} does not exist; save a ReplayBuffer first")
+            raise FileNotFoundError(
+                f"usearch index file {str(path)!r} does not exist; save a ReplayBuffer first"
+            )
         out = cls(ndim, dtype)
         out._index.load(str(path))
         return out

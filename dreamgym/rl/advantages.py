@@ -46,7 +46,9 @@ def make_advantage_estimator(name: str, **kwargs) -> AdvantageEstimator:
     return ADVANTAGE_ESTIMATORS[name](**kwargs)
 
 
-def grpo_advantages(scores: torch.Tensor, group_ids: torch.Tensor, scale_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+def grpo_advantages(
+    scores: torch.Tensor, group_ids: torch.Tensor, scale_std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
     """Group-normalised outcome advantages.
 
     For episode ``i`` in group ``g``: ``A_i = (R_i - mean_g R) / (std_g R + eps)`` with ``scale_std``,
@@ -63,7 +65,9 @@ def grpo_advantages(scores: torch.Tensor, group_ids: torch.Tensor, scale_std: bo
         (E,) advantages.
     """
     if scores.dim() != 1 or scores.shape != group_ids.shape:
-        raise ValueError(f"scores and group_ids must both be (E,), got {tuple(scores.shape)} and {tuple(group_ids.shape)}")
+        raise ValueError(
+            f"scores and group_ids must both be (E,), got {tuple(scores.shape)} and {tuple(group_ids.shape)}"
+        )
     scores = scores.float()
     _, inv = torch.unique(group_ids, return_inverse=True)
     n_groups = int(inv.max().item()) + 1 if inv.numel() else 0
@@ -105,7 +109,9 @@ def gae_advantages(
         )
     n = rewards.shape[0]
     if n and not bool(dones[-1]):
-        raise ValueError("gae_advantages: the last turn must end its episode (dones[-1] is False); pass whole episodes")
+        raise ValueError(
+            "gae_advantages: the last turn must end its episode (dones[-1] is False); pass whole episodes"
+        )
     adv = torch.zeros(n, dtype=torch.float32)
     next_adv, next_value = 0.0, 0.0
     for t in range(n - 1, -1, -1):

@@ -69,7 +69,9 @@ class Episode:
             )
             for i in range(n)
         ]  # fmt: skip
-        return Trajectory(tid, self.task_id, self.instruction, env, split, source, policy, steps, self.success, self.score)
+        return Trajectory(
+            tid, self.task_id, self.instruction, env, split, source, policy, steps, self.success, self.score
+        )
 
 
 @dataclass
@@ -174,7 +176,9 @@ class RolloutCollector:
                 actions[i] = self.format.parse(text).action
             mask = torch.zeros(n_slots, 1, dtype=torch.bool)
             mask[active] = True
-            td = TensorDict({"action": text_stack(actions, env.batch_size), "_step": mask}, batch_size=env.batch_size)
+            td = TensorDict(
+                {"action": text_stack(actions, env.batch_size), "_step": mask}, batch_size=env.batch_size
+            )
             nxt = env.step(td)["next"]
             transitions += len(active)
             ended = self._record(nxt, active, slot_ep, slot_turns, prompts, responses, actions)
@@ -238,7 +242,11 @@ class RolloutCollector:
             for r, i in enumerate(rows):
                 ids[r, width - len(prompts[i]) :] = torch.tensor(prompts[i])
                 mask[r, width - len(prompts[i]) :] = 1
-            sampling = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+            sampling = (
+                dict(do_sample=False)
+                if greedy
+                else dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+            )
             gen = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=self.max_new_tokens,
                 pad_token_id=pad, eos_token_id=eos, use_cache=True, **sampling,

@@ -32,7 +32,11 @@ class Critic(nn.Module):
         """Called once with the policy model before the optimizer is built (create layers here)."""
 
     def values(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, action_mask: torch.Tensor, policy_hidden: torch.Tensor | None
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        action_mask: torch.Tensor,
+        policy_hidden: torch.Tensor | None,
     ) -> torch.Tensor:
         """(N,) values; ``policy_hidden`` (N, L, H) is the policy's last hidden state if ``shares_backbone``."""
         raise NotImplementedError
@@ -57,7 +61,9 @@ class ValueHead(Critic):
 
     def values(self, input_ids, attention_mask, action_mask, policy_hidden):
         if policy_hidden is None or self.head is None:
-            raise RuntimeError("ValueHead needs the policy's hidden states and bind(policy) to have been called")
+            raise RuntimeError(
+                "ValueHead needs the policy's hidden states and bind(policy) to have been called"
+            )
         idx = last_prompt_index(action_mask)
         h = policy_hidden[torch.arange(idx.numel(), device=idx.device), idx]
         return self.head(h.float()).squeeze(-1)
@@ -81,7 +87,9 @@ class LMCritic(Critic):
         nn.init.zeros_(self.head.bias)
 
     def values(self, input_ids, attention_mask, action_mask, policy_hidden):
-        out = self.backbone(input_ids=input_ids, attention_mask=attention_mask.long(), output_hidden_states=True)
+        out = self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask.long(), output_hidden_states=True
+        )
         hidden = out.hidden_states[-1]
         idx = last_prompt_index(action_mask)
         return self.head(hidden[torch.arange(idx.numel(), device=idx.device), idx].float()).squeeze(-1)

@@ -47,7 +47,12 @@ class EnvSpec:
         from dreamgym.envs.registry import make_env
 
         return make_env(
-            self.name, batch_size=[self.batch_size], max_steps=self.max_steps, split=self.split, seed=self.seed, **self.kwargs
+            self.name,
+            batch_size=[self.batch_size],
+            max_steps=self.max_steps,
+            split=self.split,
+            seed=self.seed,
+            **self.kwargs,
         )
 
     def __repr__(self) -> str:

@@ -24,7 +24,9 @@ __all__ = [
 
 def _check_same(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
     if a.shape != b.shape:
-        raise ValueError(f"{name_a} has shape {tuple(a.shape)} but {name_b} has shape {tuple(b.shape)}; they must match")
+        raise ValueError(
+            f"{name_a} has shape {tuple(a.shape)} but {name_b} has shape {tuple(b.shape)}; they must match"
+        )
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -47,7 +49,9 @@ def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tens
         (N, L) float tensor.
     """
     if logits.dim() != 3 or logits.shape[:2] != input_ids.shape:
-        raise ValueError(f"logits must be (N, L, V) matching input_ids {tuple(input_ids.shape)}, got {tuple(logits.shape)}")
+        raise ValueError(
+            f"logits must be (N, L, V) matching input_ids {tuple(input_ids.shape)}, got {tuple(logits.shape)}"
+        )
     lp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
     picked = lp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     return torch.cat([torch.zeros_like(picked[:, :1]), picked], dim=1)
@@ -90,7 +94,9 @@ def approx_kl(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) ->
     return masked_mean(torch.exp(log_r) - 1.0 - log_r, mask)
 
 
-def clip_fraction(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, clip_eps: float = 0.2) -> torch.Tensor:
+def clip_fraction(
+    logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, clip_eps: float = 0.2
+) -> torch.Tensor:
     """Share of masked tokens whose ratio ``r`` lies outside ``[1 - eps, 1 + eps]``."""
     _check_same("logp", logp, "old_logp", old_logp)
     ratio = torch.exp(logp - old_logp)

@@ -27,7 +27,9 @@ class RolloutBatch:
     input_ids: torch.Tensor  # (N, L) int64   prompt tokens then response tokens, right-padded
     attention_mask: torch.Tensor  # (N, L) bool  True on real (non-pad) tokens
     action_mask: torch.Tensor  # (N, L) bool     True on response tokens: the only positions with loss
-    old_log_probs: torch.Tensor  # (N, L) float  log pi_old(token | prefix) of the sampling policy (0 off mask)
+    old_log_probs: (
+        torch.Tensor
+    )  # (N, L) float  log pi_old(token | prefix) of the sampling policy (0 off mask)
     ref_log_probs: torch.Tensor  # (N, L) float  log pi_ref(token | prefix) of the frozen reference policy
     old_values: torch.Tensor  # (N,) float       critic value V(s_t) at collection time (0 without a critic)
     rewards: torch.Tensor  # (N,) float          env reward r_{t+1} received after this turn's action

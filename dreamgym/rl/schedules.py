@@ -79,7 +79,9 @@ class Schedule:
             self.real_transitions += int(transitions)
             budget = self._budget()
             if budget is not None and self.real_transitions > budget:
-                raise RuntimeError(f"real-transition budget exceeded: {self.real_transitions} > {budget} (a bug)")
+                raise RuntimeError(
+                    f"real-transition budget exceeded: {self.real_transitions} > {budget} (a bug)"
+                )
         else:
             self.synthetic_transitions += int(transitions)
         self.iteration += 1
@@ -175,7 +177,11 @@ class Sim2RealSchedule(Schedule):
     ):
         super().__init__()
         self.synthetic_spec, self.real_spec = synthetic_env, real_env
-        self.synthetic_iterations, self.real_budget, self.real_iterations = synthetic_iterations, real_budget, real_iterations
+        self.synthetic_iterations, self.real_budget, self.real_iterations = (
+            synthetic_iterations,
+            real_budget,
+            real_iterations,
+        )
 
     def env_specs(self) -> dict[str, EnvSpec]:
         return {"synthetic": self.synthetic_spec, "real": self.real_spec}

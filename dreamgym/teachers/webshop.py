@@ -34,30 +34,44 @@ class WebShopTeacher(Teacher):
         if not info or "action_kind" not in info:
             return "No privileged information is available for this step."
         if not info.get("valid", True) or t.invalid:
-            return (f"The action '{t.action}' is invalid because {info.get('reason') or 'it is not available'}, "
-                    "so the page stays the same and the reward is 0.")
+            return (
+                f"The action '{t.action}' is invalid because {info.get('reason') or 'it is not available'}, "
+                "so the page stays the same and the reward is 0."
+            )
         if info["action_kind"] == "search":
-            return f"Searching '{info['keywords']}' returns {info['num_results']} results. " + self._results(info)
+            return f"Searching '{info['keywords']}' returns {info['num_results']} results. " + self._results(
+                info
+            )
         target = info.get("target", "")
         prev, page = info.get("prev_page"), info.get("page")
         if info.get("bought"):
             return self._bought(info, t)
         if target == "back to search":
-            return "Back to search returns to the empty search page; the previous search and options are reset."
+            return (
+                "Back to search returns to the empty search page; the previous search and options are reset."
+            )
         if page == "results":
             how = "Going back from the item page" if prev == "item" else f"Clicking '{target}'"
             note = " and the selected options are cleared" if prev == "item" else ""
-            return f"{how} shows results page {info['page_num']} of the same search{note}. " + self._results(info)
+            return f"{how} shows results page {info['page_num']} of the same search{note}. " + self._results(
+                info
+            )
         if info.get("selected"):
             name, value = info["selected"]
             return self._option(info, name, value)
         if page == "item" and prev in ("description", "features", "reviews", "attributes"):
-            return "Clicking '< prev' returns from the sub-page to the item page; the selected options are kept."
+            return (
+                "Clicking '< prev' returns from the sub-page to the item page; the selected options are kept."
+            )
         if page == "item":
             return self._opened(info)
         if page in ("description", "features", "reviews", "attributes"):
-            what = {"description": "its description", "features": "its bullet points",
-                    "reviews": "its reviews (there are none)", "attributes": "its attribute list"}[page]
+            what = {
+                "description": "its description",
+                "features": "its bullet points",
+                "reviews": "its reviews (there are none)",
+                "attributes": "its attribute list",
+            }[page]
             return f"Clicking '{page}' shows {what}; the selected options are kept."
         return f"Clicking '{target}' leads to the {page} page."
 
@@ -72,7 +86,9 @@ class WebShopTeacher(Teacher):
             head += f", and {len(fit)} fit the goal ({', '.join(fit[:3])}{', ...' if len(fit) > 3 else ''})."
         else:
             head += ", and none fits the goal."
-        missed = Counter(a for s in shown if not s["matches_goal"] for a in s["attrs_missed"] + s["options_missing"])
+        missed = Counter(
+            a for s in shown if not s["matches_goal"] for a in s["attrs_missed"] + s["options_missing"]
+        )
         wrong_type = sum(1 for s in shown if not s["type_ok"])
         if missed:
             head += f" The others miss {_q([m for m, _ in missed.most_common(2)], 2)}"
@@ -111,9 +127,11 @@ class WebShopTeacher(Teacher):
         na = len(r.get("attrs_matched", [])) + len(r.get("attrs_missed", []))
         no = len(r.get("options_matched", [])) + len(r.get("options_missed", []))
         price = "within" if r.get("price_ok") else "above"
-        s = (f"Buying {str(info.get('asin', '')).lower()} ends the episode: it matches "
-             f"{len(r.get('attrs_matched', []))}/{na} attributes and {len(r.get('options_matched', []))}/{no} options, "
-             f"and its price is {price} the limit")
+        s = (
+            f"Buying {str(info.get('asin', '')).lower()} ends the episode: it matches "
+            f"{len(r.get('attrs_matched', []))}/{na} attributes and {len(r.get('options_matched', []))}/{no} options, "
+            f"and its price is {price} the limit"
+        )
         if r.get("r_type", 1.0) < 1.0:
             s += f", but it is the wrong kind of product (type factor {r['r_type']:g})"
         s += f", so the score is {r.get('score', t.score):.2f}"

@@ -161,15 +161,25 @@ def _options(path: Path, i: int, asin: str, raw: Any) -> dict[str, list[str]]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise _err(path, i, asin, "customization_options", f"must be an object or null, got {type(raw).__name__}")
+        raise _err(
+            path, i, asin, "customization_options", f"must be an object or null, got {type(raw).__name__}"
+        )
     out: dict[str, list[str]] = {}
     for name, values in raw.items():
         if not isinstance(values, list):
-            raise _err(path, i, asin, f"customization_options.{name}", "must be a list of {value, image} objects")
+            raise _err(
+                path, i, asin, f"customization_options.{name}", "must be a list of {value, image} objects"
+            )
         vals = []
         for j, v in enumerate(values):
             if not isinstance(v, dict) or not isinstance(v.get("value"), str):
-                raise _err(path, i, asin, f"customization_options.{name}[{j}].value", f"must be a string, got {v!r:.60}")
+                raise _err(
+                    path,
+                    i,
+                    asin,
+                    f"customization_options.{name}[{j}].value",
+                    f"must be a string, got {v!r:.60}",
+                )
             vals.append(v["value"].strip().lower().replace("/", " | "))
         out[name.lower()] = vals
     return out
@@ -194,7 +204,9 @@ def _product(path: Path, i: int, d: Any, attrs: dict[str, dict[str, Any]]) -> Pr
     if not isinstance(bullets, list) or not all(isinstance(b, str) for b in bullets):
         raise _err(path, i, asin, "small_description", "must be a string or a list of strings")
     if d.get("pricing") is not None and not isinstance(d.get("pricing"), str):
-        raise _err(path, i, asin, "pricing", f"must be a string like '$24.49 - $39.99', got {d.get('pricing')!r:.40}")
+        raise _err(
+            path, i, asin, "pricing", f"must be a string like '$24.49 - $39.99', got {d.get('pricing')!r:.40}"
+        )
     try:
         prices, tag = parse_pricing(d.get("pricing"))
     except ValueError:
@@ -224,7 +236,9 @@ def _check_attrs(path: Path, raw: Any) -> dict[str, dict[str, Any]]:
         raise CatalogError(f"{path}: expected an object mapping asin -> record, got {type(raw).__name__}")
     for i, (asin, rec) in enumerate(raw.items()):
         if not isinstance(rec, dict):
-            raise CatalogError(f"{path}: record {i} (asin {asin!r}): expected an object, got {type(rec).__name__}")
+            raise CatalogError(
+                f"{path}: record {i} (asin {asin!r}): expected an object, got {type(rec).__name__}"
+            )
         a = rec.get("attributes", [])
         if not isinstance(a, list) or not all(isinstance(x, str) for x in a):
             raise _err(path, i, asin, "attributes", "must be a list of strings")
@@ -238,7 +252,9 @@ def _check_attrs(path: Path, raw: Any) -> dict[str, dict[str, Any]]:
 
 def _check_human(path: Path, raw: Any) -> dict[str, list[dict[str, Any]]]:
     if not isinstance(raw, dict):
-        raise CatalogError(f"{path}: expected an object mapping asin -> list of instructions, got {type(raw).__name__}")
+        raise CatalogError(
+            f"{path}: expected an object mapping asin -> list of instructions, got {type(raw).__name__}"
+        )
     for i, (asin, recs) in enumerate(raw.items()):
         if not isinstance(recs, list):
             raise CatalogError(f"{path}: record {i} (asin {asin!r}): expected a list of instruction objects")
@@ -247,7 +263,9 @@ def _check_human(path: Path, raw: Any) -> dict[str, list[dict[str, Any]]]:
             if not isinstance(r, dict):
                 raise CatalogError(f"{where}: expected an object, got {type(r).__name__}")
             if not isinstance(r.get("instruction"), str):
-                raise CatalogError(f"{where}: field 'instruction' must be a string, got {r.get('instruction')!r:.40}")
+                raise CatalogError(
+                    f"{where}: field 'instruction' must be a string, got {r.get('instruction')!r:.40}"
+                )
             for key in ("instruction_attributes", "instruction_options"):
                 v = r.get(key, [])
                 if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
@@ -275,7 +293,11 @@ def _load(data_dir: Path, num_products: int | None) -> Catalog:
     splits = None
     if spath:
         s = _read_json(spath)
-        bad = [k for k in ("train", "val", "test") if not isinstance(s.get(k) if isinstance(s, dict) else None, list)]
+        bad = [
+            k
+            for k in ("train", "val", "test")
+            if not isinstance(s.get(k) if isinstance(s, dict) else None, list)
+        ]
         if bad:
             raise CatalogError(f"{spath}: field(s) {bad} must be lists of ASINs (and 'by' must be 'asin')")
         splits = {k: [a.upper() for a in s[k]] for k in ("train", "val", "test")}

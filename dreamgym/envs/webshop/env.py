@@ -84,7 +84,9 @@ class WebShopEnv(TextEnvBase):
         num_products: int | None = None,
     ):
         if observation_mode not in OBSERVATION_MODES:
-            raise ValueError(f"observation_mode={observation_mode!r} is not supported; use one of {OBSERVATION_MODES}")
+            raise ValueError(
+                f"observation_mode={observation_mode!r} is not supported; use one of {OBSERVATION_MODES}"
+            )
         if split not in ("train", "val", "test"):
             raise ValueError(f"split={split!r} is not a WebShop split; use 'train', 'val' or 'test'")
         self.catalog: Catalog = load_catalog(data_dir, num_products)
@@ -152,13 +154,29 @@ class WebShopEnv(TextEnvBase):
             tr.page.score = score
         self._pages[slot] = tr.page
         info = self._base_info(slot)
-        info.update(action=action, action_kind=tr.kind, target=tr.target, valid=tr.valid, reason=tr.reason,
-                    prev_page=before.kind, selected=tr.selected, bought=tr.bought,
-                    reward_info=breakdown.to_dict() if breakdown else None)
+        info.update(
+            action=action,
+            action_kind=tr.kind,
+            target=tr.target,
+            valid=tr.valid,
+            reason=tr.reason,
+            prev_page=before.kind,
+            selected=tr.selected,
+            bought=tr.bought,
+            reward_info=breakdown.to_dict() if breakdown else None,
+        )
         self._infos[slot] = info
         obs, acts = self._render(slot)
-        return TextStep(obs, acts, reward=reward, score=score, terminated=tr.bought, success=success,
-                        invalid=not tr.valid, info=info)
+        return TextStep(
+            obs,
+            acts,
+            reward=reward,
+            score=score,
+            terminated=tr.bought,
+            success=success,
+            invalid=not tr.valid,
+            info=info,
+        )
 
     # --------------------------------------------------------- privileged info
     def _product_match(self, asin: str, goal: Goal) -> dict[str, Any]:
@@ -167,19 +185,36 @@ class WebShopEnv(TextEnvBase):
         matched, missed = attribute_matches(p, goal.attributes)
         values = {v for vals in p.options.values() for v in vals}
         opts_missing = [v for v in goal.option_values() if v not in values]
-        return {"asin": asin, "title": p.title, "is_target": asin == goal.asin, "type_ok": r_type == 1.0,
-                "attrs_missed": missed, "options_missing": opts_missing,
-                "price_ok": p.price <= goal.price_upper,
-                "matches_goal": r_type == 1.0 and not missed and not opts_missing and p.price <= goal.price_upper}
+        return {
+            "asin": asin,
+            "title": p.title,
+            "is_target": asin == goal.asin,
+            "type_ok": r_type == 1.0,
+            "attrs_missed": missed,
+            "options_missing": opts_missing,
+            "price_ok": p.price <= goal.price_upper,
+            "matches_goal": r_type == 1.0 and not missed and not opts_missing and p.price <= goal.price_upper,
+        }
 
     def _base_info(self, slot: int) -> dict[str, Any]:
         goal, page = self._goal[slot], self._pages[slot]
         info: dict[str, Any] = {
-            "goal": {"goal_id": goal.goal_id, "asin": goal.asin, "instruction": goal.instruction_text,
-                     "attributes": goal.attributes, "options": goal.goal_options, "price_upper": goal.price_upper,
-                     "query": goal.query, "name": goal.name},
-            "page": page.kind, "keywords": page.keywords, "page_num": page.page, "asin": page.asin,
-            "options": dict(page.options), "num_results": len(page.results),
+            "goal": {
+                "goal_id": goal.goal_id,
+                "asin": goal.asin,
+                "instruction": goal.instruction_text,
+                "attributes": goal.attributes,
+                "options": goal.goal_options,
+                "price_upper": goal.price_upper,
+                "query": goal.query,
+                "name": goal.name,
+            },
+            "page": page.kind,
+            "keywords": page.keywords,
+            "page_num": page.page,
+            "asin": page.asin,
+            "options": dict(page.options),
+            "num_results": len(page.results),
             "target_rank": page.results.index(goal.asin) + 1 if goal.asin in page.results else None,
         }
         if page.kind == "results":

@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 
 from dreamgym.envs.webshop.catalog import Catalog
 
-__all__ = ["Goal", "PRICE_RANGE", "price_upper", "human_goals", "synthetic_goals", "build_goals", "split_goals"]
+__all__ = [
+    "Goal",
+    "PRICE_RANGE",
+    "price_upper",
+    "human_goals",
+    "synthetic_goals",
+    "build_goals",
+    "split_goals",
+]
 
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 
@@ -63,7 +71,11 @@ class Goal:
 
     def option_values(self) -> list[str]:
         """The goal's option values as a list (for dict goals, the values)."""
-        return list(self.goal_options.values()) if isinstance(self.goal_options, dict) else list(self.goal_options)
+        return (
+            list(self.goal_options.values())
+            if isinstance(self.goal_options, dict)
+            else list(self.goal_options)
+        )
 
 
 def price_upper(price: float, rng: random.Random) -> tuple[float, str]:
@@ -77,8 +89,13 @@ def price_upper(price: float, rng: random.Random) -> tuple[float, str]:
 
 def _base(catalog: Catalog, asin: str) -> dict:
     p = catalog.products[asin]
-    return {"asin": asin, "category": p.category, "query": p.query, "name": p.title,
-            "product_category": p.product_category}
+    return {
+        "asin": asin,
+        "category": p.category,
+        "query": p.query,
+        "name": p.title,
+        "product_category": p.product_category,
+    }
 
 
 def human_goals(catalog: Catalog) -> list[Goal]:
@@ -97,10 +114,16 @@ def human_goals(catalog: Catalog) -> list[Goal]:
                 continue
             gid = f"{asin}-h{k}"
             cap, text = price_upper(catalog.products[asin].price, random.Random(f"webshop-goal:{gid}"))
-            goals.append(Goal(gid, instruction_text=r["instruction"].strip(".") + text,
-                              attributes=list(r["instruction_attributes"]),
-                              goal_options=list(r.get("instruction_options") or []), price_upper=cap,
-                              **_base(catalog, asin)))
+            goals.append(
+                Goal(
+                    gid,
+                    instruction_text=r["instruction"].strip(".") + text,
+                    attributes=list(r["instruction_attributes"]),
+                    goal_options=list(r.get("instruction_options") or []),
+                    price_upper=cap,
+                    **_base(catalog, asin),
+                )
+            )
     return goals
 
 
@@ -120,9 +143,16 @@ def synthetic_goals(catalog: Catalog) -> list[Goal]:
             if opts:
                 text += " with " + ", and ".join(f"{n}: {v}" for n, v in opts.items())
             cap, ptxt = price_upper(p.price, random.Random(f"webshop-goal:{gid}"))
-            goals.append(Goal(gid, instruction_text=text + ptxt,
-                              attributes=list(rec.get("instruction_attributes") or []),
-                              goal_options=opts, price_upper=cap, **_base(catalog, asin)))
+            goals.append(
+                Goal(
+                    gid,
+                    instruction_text=text + ptxt,
+                    attributes=list(rec.get("instruction_attributes") or []),
+                    goal_options=opts,
+                    price_upper=cap,
+                    **_base(catalog, asin),
+                )
+            )
     counts = Counter(a for g in goals for a in g.attributes)
     for g in goals:
         if g.attributes:

@@ -160,7 +160,9 @@ def apply_action(
     """Apply ``action`` to ``page`` with upstream semantics; never raises (invalid -> no-op)."""
     parsed = parse_action(action)
     if parsed is None:
-        return PageTransition(page, False, "invalid", reason="it does not match the syntax search[...] or click[...]")
+        return PageTransition(
+            page, False, "invalid", reason="it does not match the syntax search[...] or click[...]"
+        )
     name, arg = parsed
     if page.kind == "done":
         return PageTransition(page, False, "invalid", arg, reason="the episode is over (the item was bought)")
@@ -168,7 +170,9 @@ def apply_action(
         kw = " ".join(arg.split(" "))  # upstream: any non-empty argument runs (whitespace finds nothing)
         return PageTransition(PageState("results", kw, engine.search(kw), 1), True, "search", kw)
     if name != "click":
-        return PageTransition(page, False, "invalid", arg, reason=f"'{name}' is not an action (use search or click)")
+        return PageTransition(
+            page, False, "invalid", arg, reason=f"'{name}' is not an action (use search or click)"
+        )
     if arg == "search" or arg not in clickables(page, catalog, show_attrs):
         return PageTransition(page, False, "invalid", arg, reason=f"'{arg}' is not clickable on this page")
     if arg == "back to search":
@@ -188,7 +192,9 @@ def apply_action(
         return PageTransition(replace(page, kind=arg), True, "click", arg)
     product = catalog.products[page.asin]
     opt = _option_name(product, arg)
-    return PageTransition(replace(page, options={**page.options, opt: arg}), True, "click", arg, selected=(opt, arg))
+    return PageTransition(
+        replace(page, options={**page.options, opt: arg}), True, "click", arg, selected=(opt, arg)
+    )
 
 
 # ------------------------------------------------------------------------------------------ rendering
@@ -197,11 +203,17 @@ def _abstract_lines(page: PageState, catalog: Catalog, show_attrs: bool) -> list
         return ["[page] search", "[search box]"]
     if page.kind == "done":
         opts = " ; ".join(f"{k}: {v}" for k, v in page.options.items()) or "none"
-        return ["[page] done", "[text] thank you for shopping with us!",
-                f"[purchased] {page.asin.lower()} | options: {opts}", f"[score] {page.score or 0.0:.4f}"]
+        return [
+            "[page] done",
+            "[text] thank you for shopping with us!",
+            f"[purchased] {page.asin.lower()} | options: {opts}",
+            f"[score] {page.score or 0.0:.4f}",
+        ]
     if page.kind == "results":
-        lines = [f"[page] results | query: {page.keywords} | page {page.page} | total results: {len(page.results)}",
-                 "[button] back to search"]
+        lines = [
+            f"[page] results | query: {page.keywords} | page {page.page} | total results: {len(page.results)}",
+            "[button] back to search",
+        ]
         lines += ["[button] < prev"] if page.page > 1 else []
         lines.append("[button] next >")
         for a in page.page_results():
@@ -215,7 +227,9 @@ def _abstract_lines(page: PageState, catalog: Catalog, show_attrs: bool) -> list
         for name, vals in p.options.items():
             shown = [v + (SELECTED if page.options.get(name) == v else "") for v in vals]
             lines.append(f"[option {name}] " + " ; ".join(shown))
-        buttons = ["description", "features", "reviews"] + (["attributes"] if show_attrs else []) + ["buy now"]
+        buttons = (
+            ["description", "features", "reviews"] + (["attributes"] if show_attrs else []) + ["buy now"]
+        )
         lines += [f"[button] {b}" for b in buttons]
     elif page.kind == "description":
         lines.append(f"[text] {p.description}")
@@ -243,13 +257,48 @@ def render_text(page: PageState, catalog: Catalog, instruction: str, show_attrs:
     if page.kind == "search":
         segs = ["WebShop", "Instruction:", instruction, "Search"]
     elif page.kind == "done":
-        segs = ["Thank you for shopping with us!", "Your code:", "None", "(Paste it in your MTurk interface.)",
-                "Purchased", "asin", page.asin, "options", _tojson(page.options), "attrs", "None", "category", "None",
-                "query", "None", "product category", "None", "Target", "asin", "options", "attrs", "price upper",
-                "instuction text", "category", "product category", "query", "Goal", "None", "Reward",
-                "Your score (min 0.0, max 1.0)", str(float(page.score or 0.0)), "Reward Details", "None"]
+        segs = [
+            "Thank you for shopping with us!",
+            "Your code:",
+            "None",
+            "(Paste it in your MTurk interface.)",
+            "Purchased",
+            "asin",
+            page.asin,
+            "options",
+            _tojson(page.options),
+            "attrs",
+            "None",
+            "category",
+            "None",
+            "query",
+            "None",
+            "product category",
+            "None",
+            "Target",
+            "asin",
+            "options",
+            "attrs",
+            "price upper",
+            "instuction text",
+            "category",
+            "product category",
+            "query",
+            "Goal",
+            "None",
+            "Reward",
+            "Your score (min 0.0, max 1.0)",
+            str(float(page.score or 0.0)),
+            "Reward Details",
+            "None",
+        ]
     elif page.kind == "results":
-        segs = ["Instruction:", instruction, "Back to Search", f"Page {page.page} (Total results: {len(page.results)})"]
+        segs = [
+            "Instruction:",
+            instruction,
+            "Back to Search",
+            f"Page {page.page} (Total results: {len(page.results)})",
+        ]
         segs += ["< Prev"] if page.page > 1 else []
         segs.append("Next >")
         for a in page.page_results():
@@ -281,9 +330,9 @@ def infer_available_actions(state: str) -> list[str]:
             if line.startswith("[search box]"):
                 search = True
             elif line.startswith("[button] "):
-                buttons.append(line[len("[button] "):].strip().lower())
+                buttons.append(line[len("[button] ") :].strip().lower())
             elif line.startswith("[product] "):
-                products.append(line[len("[product] "):].split(" | ")[0].strip().lower())
+                products.append(line[len("[product] ") :].split(" | ")[0].strip().lower())
             elif line.startswith("[option ") and "] " in line:
                 for v in line.split("] ", 1)[1].rstrip(" ;").split(" ; "):
                     v = v.strip()

@@ -53,13 +53,73 @@ __all__ = [
 ]
 
 COLOR_SET = [
-    "alabaster", "apricot", "aqua", "ash", "beige", "black", "blue", "blush", "bronze", "brown", "burgundy",
-    "camel", "caramel", "champagne", "charcoal", "cheetah", "chestnut", "chocolate", "christmas", "coffee",
-    "cognac", "copper", "coral", "cream", "crimson", "emerald", "fuchsia", "gold", "gray", "grey", "green",
-    "honey", "ivory", "khaki", "lavender", "leopard", "lilac", "magenta", "mahogany", "maroon", "mauve",
-    "mint", "multicolor", "mustard", "natural", "navy", "nude", "olive", "orange", "peach", "pink", "plum",
-    "purple", "red", "rose", "rust", "sage", "sand", "silver", "taupe", "teal", "turquoise", "violet",
-    "walnut", "white", "wine", "yellow",
+    "alabaster",
+    "apricot",
+    "aqua",
+    "ash",
+    "beige",
+    "black",
+    "blue",
+    "blush",
+    "bronze",
+    "brown",
+    "burgundy",
+    "camel",
+    "caramel",
+    "champagne",
+    "charcoal",
+    "cheetah",
+    "chestnut",
+    "chocolate",
+    "christmas",
+    "coffee",
+    "cognac",
+    "copper",
+    "coral",
+    "cream",
+    "crimson",
+    "emerald",
+    "fuchsia",
+    "gold",
+    "gray",
+    "grey",
+    "green",
+    "honey",
+    "ivory",
+    "khaki",
+    "lavender",
+    "leopard",
+    "lilac",
+    "magenta",
+    "mahogany",
+    "maroon",
+    "mauve",
+    "mint",
+    "multicolor",
+    "mustard",
+    "natural",
+    "navy",
+    "nude",
+    "olive",
+    "orange",
+    "peach",
+    "pink",
+    "plum",
+    "purple",
+    "red",
+    "rose",
+    "rust",
+    "sage",
+    "sand",
+    "silver",
+    "taupe",
+    "teal",
+    "turquoise",
+    "violet",
+    "walnut",
+    "white",
+    "wine",
+    "yellow",
 ]
 _COLOR_RE = [(c, re.compile(re.escape(c))) for c in COLOR_SET]
 _STOP = frozenset(
@@ -147,7 +207,9 @@ def attribute_matches(product: Product, goal_attributes: list[str]) -> tuple[lis
     return matched, missed
 
 
-def option_matches(selected: list[str], goal_options: list[str] | dict[str, str]) -> tuple[list[str], list[str]]:
+def option_matches(
+    selected: list[str], goal_options: list[str] | dict[str, str]
+) -> tuple[list[str], list[str]]:
     """``(matched, missed)`` goal option values given the ``selected`` option values."""
     if isinstance(goal_options, dict):
         goal_items = [(v, f"{k} {v}") for k, v in goal_options.items()]
@@ -169,8 +231,9 @@ def purchase_score(product: Product, goal: Goal, selected_options: dict[str, str
     price_ok = product.price <= goal.price_upper
     n_opts = len(goal.goal_options)
     total = r_type * (len(am) + len(om) + float(price_ok)) / (len(goal.attributes) + n_opts + 1)
-    return RewardBreakdown(total, r_type, qm, cm, ts, am, amiss, om, omiss, price_ok, product.price,
-                           goal.price_upper)
+    return RewardBreakdown(
+        total, r_type, qm, cm, ts, am, amiss, om, omiss, price_ok, product.price, goal.price_upper
+    )
 
 
 def outcome_reward(score: float) -> float:

@@ -20,7 +20,14 @@ import Stemmer
 
 from dreamgym.envs.webshop.catalog import Catalog, Product
 
-__all__ = ["SEARCH_RETURN_N", "PRODUCT_WINDOW", "SearchEngine", "analyze", "product_document", "get_search_engine"]
+__all__ = [
+    "SEARCH_RETURN_N",
+    "PRODUCT_WINDOW",
+    "SearchEngine",
+    "analyze",
+    "product_document",
+    "get_search_engine",
+]
 
 SEARCH_RETURN_N = 50
 PRODUCT_WINDOW = 10
