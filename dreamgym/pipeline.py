@@ -136,12 +136,16 @@ def _fresh(out: Path) -> Path:
     return tmp
 
 
-def evaluate_policy(cfg: PipelineConfig, policy_dir: Path) -> dict[str, float]:
-    """Greedy held-out success of a saved policy on REAL test tasks ``0..eval_tasks-1`` (``test/...``)."""
+def evaluate_policy(cfg: PipelineConfig, policy_dir: Path, paths: list[str] | None = None) -> dict[str, float]:
+    """Greedy held-out success of a saved policy on REAL test tasks ``0..eval_tasks-1`` (``test/...``).
+
+    ``paths`` points the RL config's inputs (e.g. the synthetic env's checkpoint) at this run's outputs,
+    since building the module validates them even though testing only plays the real env.
+    """
     from dreamgym.cli import _lightning_cli
 
     argv = [
-        "test", "--config", cfg.rl_config, *cfg.rl_args,
+        "test", "--config", cfg.rl_config, *(paths or []), *cfg.rl_args,
         f"--model.init_args.policy.init_args.path={policy_dir}",
         f"--model.init_args.eval_env.init_args.batch_size={cfg.eval_batch_size}",
         f"--data.init_args.eval_tasks={cfg.eval_tasks}", "--trainer.logger=false",
@@ -187,7 +191,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     evals = json.loads(report_path.read_text()) if report_path.exists() else {}
     for name, policy in (("policy_sft", sft), ("policy_rl", rl)):
         if name not in evals:
-            evals[name] = stage(f"evaluate_{name}", evaluate_policy, cfg, policy)
+            evals[name] = stage(f"evaluate_{name}", evaluate_policy, cfg, policy, rl_paths)
             report_path.write_text(json.dumps(evals, indent=2))
     peak_mb = _peak_rss_mb()
     report = {
