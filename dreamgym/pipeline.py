@@ -136,7 +136,9 @@ def _fresh(out: Path) -> Path:
     return tmp
 
 
-def evaluate_policy(cfg: PipelineConfig, policy_dir: Path, paths: list[str] | None = None) -> dict[str, float]:
+def evaluate_policy(
+    cfg: PipelineConfig, policy_dir: Path, paths: list[str] | None = None
+) -> dict[str, float]:
     """Greedy held-out success of a saved policy on REAL test tasks ``0..eval_tasks-1`` (``test/...``).
 
     ``paths`` points the RL config's inputs (e.g. the synthetic env's checkpoint) at this run's outputs,
