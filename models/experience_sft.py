@@ -26,12 +26,13 @@ from typing import Any
 import lightning as L
 import torch
 import torch.nn.functional as F
-from lightning.pytorch.cli import OptimizerCallable
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from dreamgym.fidelity import FidelityMeter
 from dreamgym.modeling.experience import ExperienceModel
 from dreamgym.modeling.factory import LanguageModel
 from dreamgym.modeling.formats import ExperienceFormat, parse_target
+from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.generation import encode_prompt, generate_texts
 
 __all__ = ["ExperienceSFT", "experience_sft_loss", "encode_examples", "PROMPT", "REASONING", "OUTCOME"]
@@ -120,6 +121,8 @@ class ExperienceSFT(L.LightningModule):
     Args:
         lm: which language model to build (preset + tokenizer, or a saved model path).
         optimizer: optimizer factory (given the parameters).
+        lr_scheduler: optional scheduler factory (given the optimizer), stepped every optimizer step,
+            e.g. ``torch.optim.lr_scheduler.OneCycleLR`` (warm-up then cosine decay).
         max_length: longest training sequence in tokens (prompt is cut from the left first).
         max_new_tokens: generation budget in validation/test.
         generate_batches: val/test batches that also generate and score fidelity (None = all, 0 = none).
@@ -131,6 +134,7 @@ class ExperienceSFT(L.LightningModule):
         self,
         lm: LanguageModel,
         optimizer: OptimizerCallable = torch.optim.AdamW,
+        lr_scheduler: LRSchedulerCallable | None = None,
         max_length: int = 1024,
         max_new_tokens: int = 384,
         generate_batches: int | None = None,
@@ -139,14 +143,18 @@ class ExperienceSFT(L.LightningModule):
         super().__init__()
         self.save_hyperparameters(ignore=["lm", "optimizer"])
         self.model, self.tokenizer = lm.build()
-        self.optimizer_factory = optimizer
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.max_new_tokens = max_length, max_new_tokens
         self.generate_batches, self.export_dir = generate_batches, export_dir
         self.meters = {"val": FidelityMeter(), "test": FidelityMeter()}
         self.exported_to: Path | None = None
 
     def configure_optimizers(self):
-        return self.optimizer_factory(self.model.parameters())
+        opt = self.optimizer_factory(self.model.parameters())
+        if self.scheduler_factory is None:
+            return opt
+        sched = self.scheduler_factory(opt)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     @property
     def format(self) -> ExperienceFormat:
@@ -158,8 +166,10 @@ class ExperienceSFT(L.LightningModule):
         enc = {
             k: v.to(self.device) for k, v in encode_examples(self.tokenizer, batch, self.max_length).items()
         }
-        logits = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
-        out = experience_sft_loss(logits, enc["input_ids"], enc["parts"])
+        logits, start = logits_from_first_target(
+            self.model, enc["input_ids"], enc["attention_mask"], enc["parts"] > PROMPT
+        )
+        out = experience_sft_loss(logits, enc["input_ids"][:, start:], enc["parts"][:, start:])
         out["tokens"] = enc["attention_mask"].sum()
         return out
 

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from lightning.pytorch.cli import OptimizerCallable
 
 from dreamgym.modeling.factory import LanguageModel
+from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.generation import encode_prompt
 
 __all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
@@ -99,8 +100,10 @@ class PolicySFT(L.LightningModule):
             k: v.to(self.device)
             for k, v in encode_bc_batch(self.tokenizer, examples, self.max_length).items()
         }
-        logits = self.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
-        return bc_loss(logits, b["input_ids"], b["target_mask"])
+        logits, start = logits_from_first_target(
+            self.model, b["input_ids"], b["attention_mask"], b["target_mask"]
+        )
+        return bc_loss(logits, b["input_ids"][:, start:], b["target_mask"][:, start:])
 
     def training_step(self, batch: list[dict[str, str]], batch_idx: int) -> torch.Tensor:
         loss, acc = self._step(batch)

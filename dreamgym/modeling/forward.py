@@ -1,0 +1,35 @@
+"""Forward passes that compute the LM head only where a loss is taken.
+
+SFT examples here are prompt-heavy (a long state and retrieved neighbours, then a short target), and the
+LM head (hidden x vocab) is a large share of a small model's cost. :func:`logits_from_first_target`
+runs the backbone over the whole sequence but the head only from the position before the batch's
+earliest target token, through ``transformers``' ``logits_to_keep``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["first_target_position", "logits_from_first_target"]
+
+
+def first_target_position(loss_mask: torch.Tensor) -> int:
+    """``max(j - 1, 0)`` for the first column ``j`` where any row of ``loss_mask`` (B, T) is set (0 if none).
+
+    Logits at position ``j - 1`` predict the token at ``j``, so they are the first ones a loss needs.
+    """
+    cols = loss_mask.bool().any(dim=0).nonzero()
+    return max(int(cols[0]) - 1, 0) if len(cols) else 0
+
+
+def logits_from_first_target(
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor
+) -> tuple[torch.Tensor, int]:
+    """``(logits, start)``: logits (B, T - start, V) for positions ``start..T-1`` of a causal LM.
+
+    Slice every (B, T) tensor that goes into the loss with ``[:, start:]``; the result equals the full
+    forward's ``logits[:, start:]``.
+    """
+    start = first_target_position(loss_mask)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=input_ids.shape[1] - start)
+    return out.logits, start

@@ -1,0 +1,35 @@
+"""The LM head computed only from the first target position gives the same logits and losses."""
+
+import torch
+
+from dreamgym.modeling.forward import first_target_position, logits_from_first_target
+from models.experience_sft import experience_sft_loss
+
+
+def test_first_target_position():
+    mask = torch.tensor([[0, 0, 0, 1, 1], [0, 0, 0, 0, 1]])
+    assert first_target_position(mask) == 2
+    assert first_target_position(torch.zeros(2, 5)) == 0
+    assert first_target_position(torch.tensor([[1, 1, 0]])) == 0
+
+
+def test_partial_head_matches_full_forward(tiny_lm):
+    model, _ = tiny_lm.build()
+    model.eval()
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, 500, (2, 12), generator=g)
+    attn = torch.ones_like(ids)
+    attn[1, -2:] = 0  # right padding
+    parts = torch.zeros_like(ids)
+    parts[0, 7:] = 2
+    parts[1, 5:8] = 1
+    parts[1, 8:10] = 2
+    with torch.no_grad():
+        full = model(input_ids=ids, attention_mask=attn).logits
+        part, start = logits_from_first_target(model, ids, attn, parts > 0)
+    assert start == 4 and part.shape == (2, 8, full.shape[-1])
+    torch.testing.assert_close(part, full[:, start:], rtol=1e-5, atol=1e-5)
+    a = experience_sft_loss(full, ids, parts)
+    b = experience_sft_loss(part, ids[:, start:], parts[:, start:])
+    for key in ("loss", "loss_reasoning", "loss_state", "n_reasoning", "n_state"):
+        torch.testing.assert_close(a[key], b[key])
