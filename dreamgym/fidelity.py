@@ -10,6 +10,8 @@ Teacher-forced (one step from a real prompt; :class:`FidelityMeter`):
 * ``state_token_f1``: bag-of-words F1 between predicted and real next state (SQuAD-style).
 * ``copy_state_token_f1``: the baseline that predicts "nothing changes" (next state = current state).
 * ``parse_fail_rate``: share of outputs that did not parse; a failure counts as wrong everywhere.
+* ``cut_rate``: share of outputs whose reasoning or state structured decoding closed at the token
+  budget (0 under free decoding, where such an output fails to parse instead).
 
 Open loop (:func:`open_loop_eval`): replay each real trajectory's actions through the model, feeding
 back its own predicted states; compare the final predicted reward with the real final reward
@@ -37,6 +39,7 @@ FIDELITY_KEYS = (
     "state_token_f1",
     "copy_state_token_f1",
     "parse_fail_rate",
+    "cut_rate",
 )
 
 
@@ -89,6 +92,7 @@ class FidelityMeter:
         self.sums["state_token_f1"] += token_f1(pred.next_state, real) if ok else 0.0
         self.sums["copy_state_token_f1"] += token_f1(normalise_state(state), real)
         self.sums["parse_fail_rate"] += not ok
+        self.sums["cut_rate"] += bool(pred.cut)
 
     def compute(self) -> dict[str, float]:
         """The metrics (``FIDELITY_KEYS`` plus ``n``); precision/recall are 1.0 when undefined and no error."""

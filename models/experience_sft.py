@@ -29,11 +29,13 @@ import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from dreamgym.fidelity import FidelityMeter
-from dreamgym.modeling.experience import ExperienceModel
+from dreamgym.modeling.experience import DECODINGS, ExperienceModel
 from dreamgym.modeling.factory import LanguageModel
 from dreamgym.modeling.formats import ExperienceFormat, parse_target
 from dreamgym.modeling.forward import logits_from_first_target
-from dreamgym.modeling.generation import encode_prompt, generate_texts
+from dreamgym.modeling.generation import encode_prompt
+from dreamgym.modeling.structured import generate_outcomes
+from dreamgym.optim import configure_optimization
 
 __all__ = ["ExperienceSFT", "experience_sft_loss", "encode_examples", "PROMPT", "REASONING", "OUTCOME"]
 
@@ -128,6 +130,7 @@ class ExperienceSFT(L.LightningModule):
         generate_batches: val/test batches that also generate and score fidelity (None = all, 0 = none).
         export_dir: where to save the HF model + tokenizer + format + buffer at the end of fit
             (default ``<log_dir>/hf``).
+        decoding: how val/test generate (``"structured"`` or ``"free"``, see :class:`ExperienceModel`).
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class ExperienceSFT(L.LightningModule):
         max_new_tokens: int = 384,
         generate_batches: int | None = None,
         export_dir: str | None = None,
+        decoding: str = "structured",
     ):
         super().__init__()
         self.save_hyperparameters(ignore=["lm", "optimizer"])
@@ -146,15 +150,14 @@ class ExperienceSFT(L.LightningModule):
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.max_new_tokens = max_length, max_new_tokens
         self.generate_batches, self.export_dir = generate_batches, export_dir
+        if decoding not in DECODINGS:
+            raise ValueError(f"ExperienceSFT.decoding={decoding!r}; choose one of {DECODINGS}")
+        self.decoding = decoding
         self.meters = {"val": FidelityMeter(), "test": FidelityMeter()}
         self.exported_to: Path | None = None
 
     def configure_optimizers(self):
-        opt = self.optimizer_factory(self.model.parameters())
-        if self.scheduler_factory is None:
-            return opt
-        sched = self.scheduler_factory(opt)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        return configure_optimization(self.model.parameters(), self.optimizer_factory, self.scheduler_factory)
 
     @property
     def format(self) -> ExperienceFormat:
@@ -195,18 +198,20 @@ class ExperienceSFT(L.LightningModule):
             self.log(f"{stage}/loss_reasoning", out["loss_reasoning"], batch_size=bs)
         if self.generate_batches is not None and batch_idx >= self.generate_batches:
             return
-        texts = generate_texts(
+        texts, cut = generate_outcomes(
             self.model,
             self.tokenizer,
             [ex["prompt"] for ex in batch],
             max_new_tokens=self.max_new_tokens,
+            use_reasoning=self.format.use_reasoning,
+            structured=self.decoding == "structured",
             batch_size=len(batch),
             max_prompt_tokens=self.max_length,
         )
-        for ex, text in zip(batch, texts, strict=True):
-            self.meters[stage].update(
-                parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"]
-            )
+        for ex, text, was_cut in zip(batch, texts, cut, strict=True):
+            pred = parse_target(text)
+            pred.cut = was_cut
+            self.meters[stage].update(pred, ex["state"], ex["next_state"], ex["reward"], ex["done"])
 
     def validation_step(self, batch, batch_idx):
         self._eval_step("val", batch, batch_idx)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import lightning as L
 import torch
 import torch.nn.functional as F
-from lightning.pytorch.cli import OptimizerCallable
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from dreamgym.modeling.factory import LanguageModel
 from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.generation import encode_prompt
+from dreamgym.optim import configure_optimization
 
 __all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
 
@@ -77,6 +78,8 @@ class PolicySFT(L.LightningModule):
     Args:
         policy: the policy LM to train (fresh preset + tokenizer, or a saved dir).
         optimizer: optimizer factory (called with the model's parameters).
+        lr_scheduler: optional scheduler factory (given the optimizer), stepped every optimizer step,
+            e.g. ``torch.optim.lr_scheduler.OneCycleLR`` (warm-up then cosine decay).
         max_length: token budget per example (prompt cut from the left, keeping BOS).
         save_dir: export the trained policy here (``save_pretrained``) at the end of fit.
     """
@@ -85,15 +88,17 @@ class PolicySFT(L.LightningModule):
         self,
         policy: LanguageModel,
         optimizer: OptimizerCallable = torch.optim.AdamW,
+        lr_scheduler: LRSchedulerCallable | None = None,
         max_length: int = 1024,
         save_dir: str | None = None,
     ):
         super().__init__()
         self.model, self.tokenizer = policy.build()
-        self.optimizer_factory, self.max_length, self.save_dir = optimizer, max_length, save_dir
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
+        self.max_length, self.save_dir = max_length, save_dir
 
     def configure_optimizers(self):
-        return self.optimizer_factory(self.model.parameters())
+        return configure_optimization(self.model.parameters(), self.optimizer_factory, self.scheduler_factory)
 
     def _step(self, examples: list[dict[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
         b = {

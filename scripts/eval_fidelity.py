@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from datamodules.trajectories import load_trajectory_files, make_examples  # noqa: E402
 from dreamgym.fidelity import FIDELITY_KEYS, FidelityMeter, open_loop_eval  # noqa: E402
 from dreamgym.modeling.experience import ExperienceModel  # noqa: E402
-from dreamgym.modeling.formats import parse_target  # noqa: E402
 
 
 def _held_out_loss(em, examples: list[dict], batch_size: int) -> dict[str, float]:
@@ -59,6 +58,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-new-tokens", type=int, default=480)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--decoding",
+        choices=["structured", "free"],
+        default="structured",
+        help="structured: the target layout is enforced (every output parses); free: plain greedy decoding",
+    )
     ap.add_argument("--out", default=None, help="write the metrics here as JSON")
     ap.add_argument(
         "--loss-only",
@@ -68,7 +73,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     t0 = time.time()
     em = ExperienceModel.from_pretrained(
-        args.model, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size
+        args.model, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, decoding=args.decoding
     )
     if args.k is not None:
         em.fmt.k = args.k
@@ -87,9 +92,9 @@ def main(argv: list[str] | None = None) -> dict:
         )
         return metrics
     meter = FidelityMeter()
-    texts = em.generate([ex["prompt"] for ex in examples])
-    for ex, text in zip(examples, texts, strict=True):
-        meter.update(parse_target(text), ex["state"], ex["next_state"], ex["reward"], ex["done"])
+    preds = em.parse(em.generate([ex["prompt"] for ex in examples], structured=args.decoding == "structured"))
+    for ex, pred in zip(examples, preds, strict=True):
+        meter.update(pred, ex["state"], ex["next_state"], ex["reward"], ex["done"])
     metrics.update(meter.compute())
     if args.open_loop:
         metrics.update(
@@ -102,6 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
     metrics.update(
         k=em.fmt.k,
         use_reasoning=em.fmt.use_reasoning,
+        decoding=args.decoding,
         wall_s=round(time.time() - t0, 1),
         model=str(args.model),
     )

@@ -27,7 +27,7 @@ class ScriptedExperience(ExperienceModel):
         super().__init__(tiny.model, tiny.tokenizer, ExperienceFormat(k=1), buffer)
         self.outputs, self.prompts_seen = list(outputs), []
 
-    def generate(self, prompts, max_new_tokens=None):
+    def generate(self, prompts, max_new_tokens=None, structured=False):
         self.prompts_seen += prompts
         return [self.outputs.pop(0) for _ in prompts]
 

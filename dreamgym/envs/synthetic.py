@@ -325,4 +325,6 @@ def _tiny_untrained_experience() -> ExperienceModel:
     corpus = list(FORMAT_SNIPPETS) * 20 + [_DEFAULT_TASK.instruction, _DEFAULT_TASK.initial_state] * 20
     tok = train_tokenizer(corpus, vocab_size=300)
     model = build_model("tiny", tok, max_positions=1024)
-    return ExperienceModel(model, tok, ExperienceFormat(k=0), buffer=None, max_new_tokens=16, batch_size=8)
+    return ExperienceModel(
+        model, tok, ExperienceFormat(k=0), buffer=None, max_new_tokens=16, batch_size=8, decoding="free"
+    )

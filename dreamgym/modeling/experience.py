@@ -29,12 +29,13 @@ from dreamgym.modeling.formats import (
     parse_target,
     parse_variation,
 )
-from dreamgym.modeling.generation import generate_texts
+from dreamgym.modeling.structured import generate_outcomes
 from dreamgym.retrieval import ReplayBuffer
 
-__all__ = ["ExperienceQuery", "ExperienceModel", "FORMAT_FILE", "BUFFER_DIR"]
+__all__ = ["ExperienceQuery", "ExperienceModel", "FORMAT_FILE", "BUFFER_DIR", "DECODINGS"]
 
 FORMAT_FILE = "experience_format.json"
+DECODINGS = ("structured", "free")
 BUFFER_DIR = "buffer"
 
 
@@ -70,6 +71,10 @@ class ExperienceModel:
         do_sample: sample instead of greedy decoding.
         temperature: sampling temperature.
         max_prompt_tokens: keep only the last this-many prompt tokens.
+        decoding: ``"structured"`` (default: the layout is enforced and every output parses, the model
+            chooses the text, the reward and done; see :mod:`dreamgym.modeling.structured`) or ``"free"``
+            (plain decoding; outputs that do not parse become failure states).
+        think_budget: most reasoning tokens under structured decoding.
     """
 
     def __init__(
@@ -83,10 +88,20 @@ class ExperienceModel:
         do_sample: bool = False,
         temperature: float = 1.0,
         max_prompt_tokens: int | None = None,
+        decoding: str = "structured",
+        think_budget: int = 160,
     ):
+        if decoding not in DECODINGS:
+            raise ValueError(f"ExperienceModel.decoding={decoding!r}; choose one of {DECODINGS}")
+        self.decoding, self.think_budget = decoding, think_budget
+        self.last_cut: list[bool] = []
         self.model, self.tokenizer, self.fmt, self.buffer = model, tokenizer, fmt, buffer
         self.model.eval()
         self.model.requires_grad_(False)
+        if decoding == "structured":  # fail now, not at the first step, if the tokenizer cannot support it
+            from dreamgym.modeling.structured import OutcomeGrammar
+
+            OutcomeGrammar(tokenizer, 0, max_new_tokens, fmt.use_reasoning, think_budget=think_budget)
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.do_sample, self.temperature, self.max_prompt_tokens = do_sample, temperature, max_prompt_tokens
         self.last_raw: list[str] = []
@@ -153,28 +168,46 @@ class ExperienceModel:
             for q, nb in zip(queries, hits, strict=True)
         ]
 
-    def generate(self, prompts: list[str], max_new_tokens: int | None = None) -> list[str]:
-        """Raw generated text for each prompt (batched, KV cache)."""
-        return generate_texts(
+    def generate(
+        self, prompts: list[str], max_new_tokens: int | None = None, structured: bool = False
+    ) -> list[str]:
+        """Raw generated text for each prompt (batched, KV cache).
+
+        ``structured``: decode under :class:`~dreamgym.modeling.structured.OutcomeGrammar` (the target
+        layout); which rows had their reasoning or state closed by the budget lands in :attr:`last_cut`.
+        """
+        texts, self.last_cut = generate_outcomes(
             self.model,
             self.tokenizer,
             prompts,
             max_new_tokens=max_new_tokens or self.max_new_tokens,
+            use_reasoning=self.fmt.use_reasoning,
+            structured=structured,
+            think_budget=self.think_budget,
             batch_size=self.batch_size,
             do_sample=self.do_sample,
             temperature=self.temperature,
             max_prompt_tokens=self.max_prompt_tokens,
         )
+        return texts
 
     def predict(self, queries: list[ExperienceQuery]) -> list[ParsedOutcome]:
         """Predict next state, reward and done for each query; never raises on bad model output.
 
-        The raw generations are kept in :attr:`last_raw` for debugging.
+        The raw generations are kept in :attr:`last_raw` for debugging; ``ParsedOutcome.cut`` marks
+        outputs whose reasoning or state structured decoding closed at the budget.
         """
         if not queries:
             return []
-        self.last_raw = self.generate(self.prompts(queries))
-        return [parse_target(text) for text in self.last_raw]
+        return self.parse(self.generate(self.prompts(queries), structured=self.decoding == "structured"))
+
+    def parse(self, texts: list[str]) -> list[ParsedOutcome]:
+        """Parse the texts of the last :meth:`generate` call (keeps them in :attr:`last_raw`)."""
+        self.last_raw = texts
+        out = [parse_target(text) for text in texts]
+        for p, cut in zip(out, self.last_cut, strict=False):
+            p.cut = cut
+        return out
 
     def vary_task(self, instructions: list[str], max_new_tokens: int = 64) -> list[str | None]:
         """Variations of seed instructions written by the backbone (None where the output is unusable).

@@ -154,6 +154,8 @@ class ParsedOutcome:
     score: float = 0.0
     reasoning: str = ""
     error: str = ""
+    cut: bool = False
+    """Structured decoding closed the reasoning or the state at its token budget (see ``structured.py``)."""
 
 
 def _one_line(text: str) -> str:

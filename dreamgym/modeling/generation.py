@@ -7,9 +7,11 @@ use); batches are left-padded so every row's last prompt token sits at the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
+from transformers import LogitsProcessorList
 
 __all__ = ["encode_prompt", "generate_texts"]
 
@@ -32,6 +34,7 @@ def generate_texts(
     temperature: float = 1.0,
     max_prompt_tokens: int | None = None,
     stop_strings: Sequence[str] | None = ("<end>",),
+    processor_factory: Callable[[int, list[int]], Any] | None = None,
 ) -> list[str]:
     """Generate a continuation for each prompt; returns the decoded new text only.
 
@@ -45,6 +48,8 @@ def generate_texts(
         temperature: sampling temperature (only with ``do_sample``).
         max_prompt_tokens: keep only the last this-many prompt tokens (None: keep all).
         stop_strings: a row stops once its text ends with one of these (besides EOS).
+        processor_factory: ``(prompt_width, rows) -> LogitsProcessor`` built for each generation batch
+            (``rows``: the indices into ``prompts`` of the batch's rows, in order), e.g. a grammar.
     """
     was_training = model.training
     model.eval()
@@ -67,6 +72,8 @@ def generate_texts(
         kwargs = dict(do_sample=do_sample, temperature=temperature) if do_sample else dict(do_sample=False)
         if stop_strings:
             kwargs.update(stop_strings=list(stop_strings), tokenizer=tokenizer)
+        if processor_factory is not None:
+            kwargs.update(logits_processor=LogitsProcessorList([processor_factory(width, list(rows))]))
         gen = model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),

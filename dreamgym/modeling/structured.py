@@ -1,0 +1,244 @@
+"""Structured decoding of the experience model's target: always parseable, the model still decides.
+
+Free greedy decoding of ``<think> R </think> <next> s' </next> <reward> r <done> d <score> x <end>``
+fails to parse whenever a small model derails (a repeated line that never closes ``</next>``, an early
+EOS, a stray marker). :class:`OutcomeGrammar` is a ``transformers`` ``LogitsProcessor`` that keeps the
+*layout* fixed and leaves every *content* decision to the model:
+
+* the markers are written by the decoder (``<think>``, ``</think>`` only when the reasoning budget is
+  spent, ``<next>``, ``</next>`` only when the token budget is about to run out, and the whole tail);
+* the reasoning trace and the next state are free text (EOS is masked there, so they cannot end early);
+* ``r`` is the model's most likely token among ``reward_values``, ``d`` among ``true``/``false``,
+  ``x`` a number of at most ``score_tokens`` digit tokens: argmax over the allowed set, i.e. the model's
+  own prediction restricted to well-formed values.
+
+So every output parses; :attr:`OutcomeGrammar.forced_close` counts the rows whose reasoning or state had
+to be closed by the budget (the structured counterpart of the free decoder's parse failures). The
+state machine reads each row's decoded text, so it works with any tokenizer that round-trips text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from transformers import LogitsProcessor
+
+__all__ = ["OutcomeGrammar", "generate_outcomes"]
+
+_NUMBER = re.compile(r"^ ?[0-9.]+$")
+_NOT_BLANK = "not blank"  # decision: free text, but not a whitespace-only token
+_SCORE = re.compile(r"^ [0-9]+(\.[0-9]*)?$")  # a well-formed score so far
+
+
+class OutcomeGrammar(LogitsProcessor):
+    """Constrain a batch of generations to the experience-model target layout (see module docstring).
+
+    Args:
+        tokenizer: the model's tokenizer (must round-trip text through ``encode``/``decode``).
+        prompt_width: number of (left-padded) prompt columns of ``input_ids``; generated tokens follow.
+        max_new_tokens: the generation budget (the state is closed in time to write the tail).
+        use_reasoning: the target starts with a ``<think> ... </think>`` block.
+        think_budget: most tokens of reasoning before ``</think>`` is forced.
+        reward_values: the reward values the model may choose from.
+        score_tokens: most tokens of the ``<score>`` number.
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        prompt_width: int,
+        max_new_tokens: int,
+        use_reasoning: bool = True,
+        think_budget: int = 160,
+        reward_values: Sequence[str] = ("0", "1"),
+        score_tokens: int = 4,
+    ):
+        self.tok, self.width, self.budget = tokenizer, prompt_width, max_new_tokens
+        self.use_reasoning, self.think_budget, self.score_tokens = use_reasoning, think_budget, score_tokens
+        self.eos = tokenizer.eos_token_id
+        self.reward_cands = [self._enc(f" {v}") for v in reward_values]
+        self.done_cands = [self._enc(" true"), self._enc(" false")]
+        vocab = tokenizer.get_vocab()
+        numbers = {i: tokenizer.decode([i]) for i in vocab.values()}
+        numbers = {i: t for i, t in numbers.items() if t and _NUMBER.match(t)}
+        self.number_lead = [i for i, t in numbers.items() if t.startswith(" ")]  # " 0", " 1", ...
+        self.number_lead = [i for i in self.number_lead if _SCORE.match(numbers[i])]
+        self.number_cont = {i: t for i, t in numbers.items() if not t.startswith(" ")}  # ".", "5", ...
+        if not self.number_lead:
+            raise ValueError("OutcomeGrammar: the tokenizer has no ' <digit>' token to start the score with")
+        end_ids = self._enc(" <end>")
+        self.end_first, self.end_rest = end_ids[0], end_ids[1:] + [self.eos]
+        self.free_banned = [
+            i for i in {self.eos, tokenizer.pad_token_id, tokenizer.bos_token_id} if i is not None
+        ]
+        # the tail is forced as: "\n</next>" (if cut) + "\n<reward>" r " <done>" d " <score>" x " <end>" EOS
+        self.reserve = (
+            len(self._enc("\n</next>\n<reward>"))
+            + max(map(len, self.reward_cands))
+            + len(self._enc(" <done>"))
+            + max(map(len, self.done_cands))
+            + len(self._enc(" <score>"))
+            + score_tokens
+            + len(end_ids)
+            + 2
+        )
+        self.blank_ids = [
+            i for i in vocab.values() if i not in self.free_banned and not tokenizer.decode([i]).strip()
+        ]
+        self.think_close = len(self._enc(" </think>\n<next>\n")) + 2
+        least = self.reserve + 8 + (self.think_close + len(self._enc(" <think>")) if use_reasoning else 4)
+        if max_new_tokens < least:
+            raise ValueError(
+                f"OutcomeGrammar: max_new_tokens={max_new_tokens} cannot hold even an empty target with this "
+                f"tokenizer; use at least {least} (a few hundred for real states)"
+            )
+        self.rows: list[dict] | None = None
+        self.forced_close: list[bool] = []
+
+    def _enc(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False)
+
+    def _start(self, batch: int) -> None:
+        self.rows = [
+            {"phase": "start", "queue": [], "think": 0, "score": 0, "cut": False, "slot": None}
+            for _ in range(batch)
+        ]
+        self.forced_close = [False] * batch
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self.rows is None or len(self.rows) != input_ids.shape[0]:
+            self._start(input_ids.shape[0])
+        used = input_ids.shape[1] - self.width
+        out = scores
+        for r, row in enumerate(self.rows):
+            choice = self._decide(row, input_ids[r, self.width :], used)
+            if choice is None or choice is _NOT_BLANK:  # free text: anything but an early end
+                out[r, self.free_banned] = -float("inf")
+                if choice is _NOT_BLANK:
+                    out[r, self.blank_ids] = -float("inf")
+            elif isinstance(choice, int):  # forced token
+                keep = out[r, choice].clone()
+                out[r] = -float("inf")
+                out[r, choice] = torch.where(torch.isfinite(keep), keep, torch.zeros_like(keep))
+            else:  # the model's argmax among allowed tokens
+                allowed = torch.tensor(choice, dtype=torch.long, device=out.device)
+                kept = out[r, allowed].clone()
+                out[r] = -float("inf")
+                out[r, allowed] = torch.nan_to_num(kept, nan=-1e9, neginf=-1e9)
+            self.forced_close[r] = row["cut"]
+        return out
+
+    def _force(self, row: dict, text: str, phase: str) -> int:
+        row["queue"] = self._enc(text)
+        row["phase"] = phase
+        return row["queue"].pop(0)
+
+    def _choose(
+        self, row: dict, cands: list[list[int]], then: str, generated: torch.Tensor, used: int
+    ) -> list[int] | int | None:
+        """Tokens that continue one of ``cands`` (the model picks); then go on with phase ``then``."""
+        if row["slot"] is None:
+            row["slot"] = used
+        chosen = generated[row["slot"] :].tolist()
+        n = len(chosen)
+        allowed = sorted({c[n] for c in cands if len(c) > n and c[:n] == chosen})
+        if allowed:
+            return allowed
+        row["slot"], row["phase"] = None, then
+        return self._decide(row, generated, used)
+
+    def _decide(self, row: dict, generated: torch.Tensor, used: int) -> int | list[int] | str | None:
+        """This row's next token: ``None`` free, an ``int`` forced, a list of ids the model chooses from."""
+        if row["queue"]:
+            return row["queue"].pop(0)
+        phase = row["phase"]
+        if phase == "start":
+            if self.use_reasoning:
+                return self._force(row, " <think>", "think")
+            return self._force(row, " <next>\n", "next")
+        if phase in ("think", "next"):
+            text = self.tok.decode(generated[-8:].tolist(), skip_special_tokens=True)
+            remaining = self.budget - used
+            if phase == "think":
+                row["think"] += 1
+                if text.endswith("</think>"):
+                    return self._force(row, "\n<next>\n", "next")
+                if row["think"] > self.think_budget or remaining <= self.reserve + self.think_close:
+                    row["cut"] = True
+                    return self._force(row, " </think>\n<next>\n", "next")
+                return None
+            if text.endswith("</next>"):
+                return self._force(row, "\n<reward>", "reward")
+            if remaining <= self.reserve:
+                row["cut"] = True
+                return self._force(row, "\n</next>\n<reward>", "reward")
+            if text.endswith("\n"):  # a state line starts: no blank lines (the state is never empty)
+                return _NOT_BLANK
+            return None
+        if phase == "reward":
+            return self._choose(row, self.reward_cands, "pre_done", generated, used)
+        if phase == "pre_done":
+            return self._force(row, " <done>", "done")
+        if phase == "done":
+            return self._choose(row, self.done_cands, "pre_score", generated, used)
+        if phase == "pre_score":
+            return self._force(row, " <score>", "score")
+        if phase == "score":
+            last = int(generated[-1]) if len(generated) else None
+            if last == self.end_first:
+                row["queue"] = list(self.end_rest)
+                row["phase"] = "finished"
+                return row["queue"].pop(0)
+            row["score"] += 1
+            if row["score"] == 1:
+                row["score_start"] = used
+                return self.number_lead
+            if row["score"] > self.score_tokens:
+                return self.end_first
+            so_far = self.tok.decode(generated[row["score_start"] :].tolist(), skip_special_tokens=True)
+            ok = [i for i, t in self.number_cont.items() if _SCORE.match(so_far + t)]
+            return [*ok, self.end_first]
+        return self.eos  # finished
+
+
+def generate_outcomes(
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    max_new_tokens: int,
+    use_reasoning: bool,
+    structured: bool = True,
+    think_budget: int = 160,
+    **generate_kwargs: Any,
+) -> tuple[list[str], list[bool]]:
+    """Generate experience-model targets for ``prompts``; ``(texts, cut)``.
+
+    ``structured``: decode under :class:`OutcomeGrammar`; ``cut[i]`` says whether row ``i``'s reasoning or
+    state was closed by the budget (always False with free decoding). ``generate_kwargs`` go to
+    :func:`dreamgym.modeling.generation.generate_texts` (``batch_size``, ``do_sample``, ...).
+    """
+    from dreamgym.modeling.generation import generate_texts
+
+    grammars: list[tuple[OutcomeGrammar, list[int]]] = []
+
+    def factory(width: int, rows: list[int]) -> OutcomeGrammar:
+        g = OutcomeGrammar(tokenizer, width, max_new_tokens, use_reasoning, think_budget=think_budget)
+        grammars.append((g, rows))
+        return g
+
+    texts = generate_texts(
+        model,
+        tokenizer,
+        prompts,
+        max_new_tokens=max_new_tokens,
+        processor_factory=factory if structured else None,
+        **generate_kwargs,
+    )
+    cut = [False] * len(texts)
+    for g, rows in grammars:
+        for r, i in enumerate(rows):
+            cut[i] = r < len(g.forced_close) and g.forced_close[r]
+    return texts, cut

@@ -1,0 +1,82 @@
+"""Structured decoding: every output parses, the model's own scores choose reward and done."""
+
+import torch
+
+from dreamgym.modeling.experience import ExperienceModel
+from dreamgym.modeling.formats import ExperienceFormat, parse_target
+from dreamgym.modeling.structured import OutcomeGrammar
+
+
+def _decode_with(grammar, tok, scores_fn, steps):
+    """Greedy decoding of a fake model whose next-token scores come from ``scores_fn(t)``."""
+    ids = torch.zeros((1, 3), dtype=torch.long)  # 3 prompt columns
+    for t in range(steps):
+        scores = grammar(ids, scores_fn(t).unsqueeze(0).clone())
+        nxt = scores.argmax(-1, keepdim=True)
+        ids = torch.cat([ids, nxt], dim=1)
+        if int(nxt) == tok.eos_token_id:
+            break
+    return tok.decode(ids[0, 3:].tolist(), skip_special_tokens=True)
+
+
+def test_budget_closes_state_and_model_picks_reward(tiny_lm):
+    _, tok = tiny_lm.build()
+    one = tok.encode(" 1", add_special_tokens=False)
+    vocab = len(tok)
+    g = torch.Generator().manual_seed(0)
+
+    def scores(t):
+        s = torch.randn(vocab, generator=g)
+        s[one[0]] = 50.0  # the fake model always wants " 1..." (and never closes its state itself)
+        if len(one) > 1:
+            s[one[1]] = 40.0
+        s[tok.eos_token_id] = 100.0  # and would stop at once if allowed
+        return s
+
+    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True, think_budget=10)
+    text = _decode_with(grammar, tok, scores, 200)
+    parsed = parse_target(text)
+    assert parsed.ok, (parsed.error, text)
+    assert parsed.reward == 1.0 and grammar.forced_close == [True]
+    assert parsed.reasoning and parsed.next_state
+
+
+def test_model_closing_itself_is_not_a_cut(tiny_lm):
+    _, tok = tiny_lm.build()
+    script = tok.encode(" <think> ok </think>\n<next>\n[page] done\n</next>", add_special_tokens=False)
+    zero = tok.encode(" 0", add_special_tokens=False)
+    false = tok.encode(" false", add_special_tokens=False)
+    vocab = len(tok)
+
+    def scores(t):
+        s = torch.zeros(vocab)
+        if t < len(script):
+            s[script[t]] = 10.0
+        s[zero] = 3.0  # every token of " 0" and " false" (they may be several in a tiny vocabulary)
+        s[false] = 5.0
+        return s
+
+    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=200, use_reasoning=True)
+    text = _decode_with(grammar, tok, scores, 300)
+    parsed = parse_target(text)
+    assert parsed.ok and parsed.reasoning == "ok" and parsed.next_state == "[page] done"
+    assert parsed.reward == 0.0 and parsed.done is False and grammar.forced_close == [False]
+
+
+def test_untrained_model_always_parses_structured(tiny_lm):
+    model, tok = tiny_lm.build()
+    prompts = [
+        f"<task> buy thing {i}\n<history> none\n<state>\n[page] search\n<action> search[x]\n<predict>\n"
+        for i in range(5)
+    ]
+    for use_reasoning in (True, False):
+        em = ExperienceModel(
+            model, tok, ExperienceFormat(k=0, use_reasoning=use_reasoning), max_new_tokens=90, batch_size=2
+        )
+        preds = em.parse(em.generate(prompts, structured=True))
+        assert all(p.ok for p in preds), [(p.error, t) for p, t in zip(preds, em.last_raw, strict=True)]
+        assert all(p.reward in (0.0, 1.0) for p in preds)
+        assert len(em.last_cut) == 5 and all(p.cut == c for p, c in zip(preds, em.last_cut, strict=True))
+        assert all(bool(p.reasoning) == use_reasoning for p in preds)
+    free = ExperienceModel(model, tok, ExperienceFormat(k=0), max_new_tokens=60, decoding="free")
+    assert free.decoding == "free" and not any(free.last_cut)
