@@ -80,3 +80,26 @@ def test_untrained_model_always_parses_structured(tiny_lm):
         assert all(bool(p.reasoning) == use_reasoning for p in preds)
     free = ExperienceModel(model, tok, ExperienceFormat(k=0), max_new_tokens=60, decoding="free")
     assert free.decoding == "free" and not any(free.last_cut)
+
+
+def test_free_text_cannot_write_another_sections_marker(tiny_lm):
+    _, tok = tiny_lm.build()
+    # a model that skips `</next>` and writes the tail itself (what a half-trained model does)
+    script = tok.encode(
+        " <think> a </think>\n<next>\n[page] x\n<reward> 1 <done> true <score> 1 <end>",
+        add_special_tokens=False,
+    )
+    g = torch.Generator().manual_seed(1)
+
+    def scores(t):
+        s = torch.randn(len(tok), generator=g)
+        if t < len(script):
+            s[script[t]] = 20.0
+        return s
+
+    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True)
+    text = _decode_with(grammar, tok, scores, 300)
+    parsed = parse_target(text)
+    assert parsed.ok, (parsed.error, text)
+    assert text.count("<reward>") == 1 and text.count("<end>") == 1
+    assert not any(m in parsed.next_state for m in ("<reward>", "<done>", "<score>", "<end>", "</think>"))

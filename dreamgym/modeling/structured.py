@@ -29,7 +29,14 @@ from transformers import LogitsProcessor
 __all__ = ["OutcomeGrammar", "generate_outcomes"]
 
 _NUMBER = re.compile(r"^ ?[0-9.]+$")
-_NOT_BLANK = "not blank"  # decision: free text, but not a whitespace-only token
+_MARKERS = ("<think>", "</think>", "<next>", "</next>", "<reward>", "<done>", "<score>", "<end>")
+_ALLOWED_MARKER = {"think": "</think>", "next": "</next>"}  # the one marker a free phase may write
+
+
+class _Ban(list):
+    """Decision: free text, except these token ids (on top of the early-end tokens)."""
+
+
 _SCORE = re.compile(r"^ [0-9]+(\.[0-9]*)?$")  # a well-formed score so far
 
 
@@ -62,7 +69,9 @@ class OutcomeGrammar(LogitsProcessor):
         self.reward_cands = [self._enc(f" {v}") for v in reward_values]
         self.done_cands = [self._enc(" true"), self._enc(" false")]
         vocab = tokenizer.get_vocab()
-        numbers = {i: tokenizer.decode([i]) for i in vocab.values()}
+        self.pieces = {i: tokenizer.decode([i]) for i in vocab.values()}
+        numbers = dict(self.pieces)
+        self.marker_bans: dict[tuple[str, str], list[int]] = {}
         numbers = {i: t for i, t in numbers.items() if t and _NUMBER.match(t)}
         self.number_lead = [i for i, t in numbers.items() if t.startswith(" ")]  # " 0", " 1", ...
         self.number_lead = [i for i in self.number_lead if _SCORE.match(numbers[i])]
@@ -115,10 +124,10 @@ class OutcomeGrammar(LogitsProcessor):
         out = scores
         for r, row in enumerate(self.rows):
             choice = self._decide(row, input_ids[r, self.width :], used)
-            if choice is None or choice is _NOT_BLANK:  # free text: anything but an early end
+            if choice is None or isinstance(choice, _Ban):  # free text: anything but an early end
                 out[r, self.free_banned] = -float("inf")
-                if choice is _NOT_BLANK:
-                    out[r, self.blank_ids] = -float("inf")
+                if choice:
+                    out[r, choice] = -float("inf")
             elif isinstance(choice, int):  # forced token
                 keep = out[r, choice].clone()
                 out[r] = -float("inf")
@@ -150,6 +159,31 @@ class OutcomeGrammar(LogitsProcessor):
         row["slot"], row["phase"] = None, then
         return self._decide(row, generated, used)
 
+    def _free_bans(self, phase: str, text: str) -> _Ban:
+        """In free text, no token may go on to write a marker other than the phase's own closing one.
+
+        Only checked while the text ends inside a possible marker (after a ``<``), so it costs nothing
+        on most steps; the ban list of each (phase, partial marker) is computed once.
+        """
+        start = text.rfind("<")
+        partial = text[start:] if start >= 0 else ""
+        if not partial or ">" in partial or len(partial) > max(map(len, _MARKERS)):
+            partial = ""
+        # a token that itself contains "<" may also start a marker
+        key = (phase, partial)
+        if key not in self.marker_bans:
+            allowed = _ALLOWED_MARKER[phase]
+            bad = [m for m in _MARKERS if m != allowed]
+            ban = []
+            for i, piece in self.pieces.items():
+                j = (partial + piece).rfind("<") if not partial else 0
+                cand = (partial + piece)[j:] if (partial or "<" in piece) else ""
+                if cand and any(m.startswith(cand) or cand.startswith(m) for m in bad):
+                    if not (allowed.startswith(cand) or cand.startswith(allowed)):
+                        ban.append(i)
+            self.marker_bans[key] = ban
+        return _Ban(self.marker_bans[key])
+
     def _decide(self, row: dict, generated: torch.Tensor, used: int) -> int | list[int] | str | None:
         """This row's next token: ``None`` free, an ``int`` forced, a list of ids the model chooses from."""
         if row["queue"]:
@@ -169,15 +203,16 @@ class OutcomeGrammar(LogitsProcessor):
                 if row["think"] > self.think_budget or remaining <= self.reserve + self.think_close:
                     row["cut"] = True
                     return self._force(row, " </think>\n<next>\n", "next")
-                return None
+                return self._free_bans(phase, text)
             if text.endswith("</next>"):
                 return self._force(row, "\n<reward>", "reward")
             if remaining <= self.reserve:
                 row["cut"] = True
                 return self._force(row, "\n</next>\n<reward>", "reward")
+            bans = self._free_bans(phase, text)
             if text.endswith("\n"):  # a state line starts: no blank lines (the state is never empty)
-                return _NOT_BLANK
-            return None
+                bans = _Ban([*bans, *self.blank_ids])
+            return bans
         if phase == "reward":
             return self._choose(row, self.reward_cands, "pre_done", generated, used)
         if phase == "pre_done":
