@@ -157,7 +157,9 @@ class ExperienceSFT(L.LightningModule):
         self.exported_to: Path | None = None
 
     def configure_optimizers(self):
-        return configure_optimization(self.model.parameters(), self.optimizer_factory, self.scheduler_factory)
+        return configure_optimization(
+            self.model.parameters(), self.optimizer_factory, self.scheduler_factory, self.trainer.max_steps
+        )
 
     @property
     def format(self) -> ExperienceFormat:

@@ -98,7 +98,9 @@ class PolicySFT(L.LightningModule):
         self.max_length, self.save_dir = max_length, save_dir
 
     def configure_optimizers(self):
-        return configure_optimization(self.model.parameters(), self.optimizer_factory, self.scheduler_factory)
+        return configure_optimization(
+            self.model.parameters(), self.optimizer_factory, self.scheduler_factory, self.trainer.max_steps
+        )
 
     def _step(self, examples: list[dict[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
         b = {

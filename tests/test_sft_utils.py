@@ -1,4 +1,4 @@
-"""The LM head computed only from the first target position gives the same logits and losses."""
+"""SFT helpers: the LM head from the first target position only; the LR schedule length check."""
 
 import torch
 
@@ -33,3 +33,19 @@ def test_partial_head_matches_full_forward(tiny_lm):
     b = experience_sft_loss(part, ids[:, start:], parts[:, start:])
     for key in ("loss", "loss_reasoning", "loss_state", "n_reasoning", "n_state"):
         torch.testing.assert_close(a[key], b[key])
+
+
+def test_scheduler_shorter_than_max_steps_is_a_clear_error():
+    import pytest
+
+    from dreamgym.optim import configure_optimization
+
+    params = [torch.nn.Parameter(torch.zeros(2))]
+
+    def sched(opt):
+        return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)
+
+    out = configure_optimization(params, lambda p: torch.optim.AdamW(p, lr=0.1), sched, max_steps=10)
+    assert out["lr_scheduler"]["interval"] == "step"
+    with pytest.raises(ValueError, match="total_steps=10 is below trainer.max_steps=20"):
+        configure_optimization(params, lambda p: torch.optim.AdamW(p, lr=0.1), sched, max_steps=20)
