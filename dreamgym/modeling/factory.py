@@ -102,8 +102,9 @@ class LanguageModel:
         self.tokenizer_path, self.max_positions, self.seed = tokenizer_path, max_positions, seed
 
     def build(self) -> tuple[PreTrainedModel, Any]:
-        """Return ``(model, tokenizer)``."""
+        """Return ``(model, tokenizer)``, the model in training mode (``from_pretrained`` returns eval mode)."""
         if self.path is not None:
-            return load_pretrained(self.path)
+            model, tok = load_pretrained(self.path)
+            return model.train(), tok
         tok = load_tokenizer(self.tokenizer_path)
         return build_model(self.preset, tok, self.family, self.max_positions, self.seed), tok
