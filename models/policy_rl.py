@@ -189,6 +189,9 @@ class PolicyRL(L.LightningModule):
         metrics = {f"rollout/{k}": v for k, v in coll.metrics().items()}
         metrics.update(stats)
         metrics.update(extra)
+        for name in ("sim_error_rate", "cut_rate"):  # the synthetic env's health, cumulative
+            if hasattr(phase.env, name):
+                metrics[f"sim/{name}"] = float(getattr(phase.env, name))
         metrics.update(
             {
                 "data/real_transitions": float(self.schedule.real_transitions),

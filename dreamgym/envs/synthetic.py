@@ -137,6 +137,7 @@ class SyntheticEnv(TextEnvBase):
         self.tasks: list[SyntheticTask] = list(tasks) if tasks else [_DEFAULT_TASK]
         self.write_back = write_back
         self.sim_errors = 0
+        self.cuts = 0  # outputs whose reasoning/state structured decoding closed at the budget
         self.model_calls = 0
         self.last_error = ""
         n = self.batch_size[0]
@@ -260,6 +261,7 @@ class SyntheticEnv(TextEnvBase):
             )
         task = self._task[slot]
         reward = float(pred.reward)
+        self.cuts += bool(pred.cut)
         step = TextStep(
             pred.next_state,
             self._infer(task, pred.next_state),
@@ -269,7 +271,7 @@ class SyntheticEnv(TextEnvBase):
             success=bool(pred.done) and reward >= 1.0,
             reasoning=pred.reasoning,
         )
-        if self.write_back and self.experience.buffer is not None:
+        if self.write_back and self.experience.buffer is not None and not pred.cut:  # cut: not worth keeping
             self.experience.buffer.add(
                 [
                     Transition(
@@ -293,6 +295,11 @@ class SyntheticEnv(TextEnvBase):
                 ]
             )
         return step
+
+    @property
+    def cut_rate(self) -> float:
+        """Share of model calls whose reasoning or state structured decoding closed at the token budget."""
+        return self.cuts / max(self.model_calls, 1)
 
     @property
     def sim_error_rate(self) -> float:
