@@ -90,6 +90,7 @@ def _sft_overrides(inputs: dict, key: str, max_steps: int, ckpt_every: int) -> l
 def experience_fit(alfworld_inputs):
     out = alfworld_inputs["root"] / "experience_sft"
     over = [*_sft_overrides(alfworld_inputs, "lm", EXPERIENCE_STEPS, 1), "--model.init_args.max_new_tokens=8",
+            "--model.init_args.decoding=free",
             "--data.init_args.batch_size=2",
             f"--model.init_args.export_dir={out / 'experience_model'}", "--data.init_args.eval_batch_size=2",
             "--data.init_args.max_eval_examples=2"]  # fmt: skip
@@ -120,7 +121,7 @@ def _rl_overrides(
         f"--model.init_args.policy.init_args.path={policy_dir}",
         f"{sched}.{env_key}.init_args.checkpoint={experience_dir}",
         f"{sched}.{env_key}.init_args.batch_size={slots}", f"{sched}.{env_key}.init_args.max_steps={RL_STEPS}",
-        f"{sched}.{env_key}.init_args.kwargs={{write_back: true, max_new_tokens: 24}}",
+        f"{sched}.{env_key}.init_args.kwargs={{write_back: true, max_new_tokens: 24, decoding: free}}",
         "--model.init_args.eval_env.init_args.batch_size=2", f"--model.init_args.eval_env.init_args.max_steps={RL_STEPS}",
         f"--model.init_args.eval_env.init_args.kwargs={_flow(inputs['env_kwargs'])}", "--data.init_args.eval_tasks=2",
         "--model.init_args.collector.init_args.max_new_tokens=8", "--model.init_args.collector.init_args.temperature=0.3",

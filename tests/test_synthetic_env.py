@@ -122,7 +122,9 @@ def test_from_checkpoint_and_frozen_model(tmp_path):
     em = _tiny_untrained_experience()
     em.buffer = ReplayBuffer.from_files([path], HashingEncoder(dim=32))
     em.save_pretrained(tmp_path / "model")
-    env = SyntheticEnv.from_checkpoint(tmp_path / "model", tasks=str(path), batch_size=[2], max_new_tokens=4)
+    env = SyntheticEnv.from_checkpoint(
+        tmp_path / "model", tasks=str(path), batch_size=[2], max_new_tokens=4, decoding="free"
+    )
     assert len(env.tasks) == len(tasks_from_trajectories([path])) == 6 and len(env.experience.buffer) == 18
     assert (
         not any(p.requires_grad for p in env.experience.model.parameters())
