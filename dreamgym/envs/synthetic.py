@@ -170,7 +170,7 @@ class SyntheticEnv(TextEnvBase):
             buffer: replay-buffer directory (default ``<path>/buffer``).
             batch_size, max_steps, seed, write_back: as in the constructor.
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
-                ``batch_size``, ``do_sample``, ``temperature``).
+                ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``).
         """
         em = ExperienceModel.from_pretrained(path, buffer=buffer, **experience_kwargs)
         if tasks is None:

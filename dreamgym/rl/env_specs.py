@@ -71,7 +71,7 @@ class SyntheticEnvSpec(EnvSpec):
         max_steps: step limit per episode.
         seed: task-sampling seed.
         kwargs: extra keyword arguments for ``SyntheticEnv.from_checkpoint`` (``tasks``, ``write_back``,
-            ``max_new_tokens``, ``do_sample``, ``temperature``; not ``batch_size``: that is the slots).
+            ``max_new_tokens``, ``do_sample``, ``temperature``, ``decoding``; not ``batch_size``: that is the slots).
     """
 
     is_real = False
