@@ -103,3 +103,20 @@ def test_free_text_cannot_write_another_sections_marker(tiny_lm):
     assert parsed.ok, (parsed.error, text)
     assert text.count("<reward>") == 1 and text.count("<end>") == 1
     assert not any(m in parsed.next_state for m in ("<reward>", "<done>", "<score>", "<end>", "</think>"))
+
+
+def test_synthetic_env_with_structured_decoding_never_errors(tiny_lm):
+    from torchrl.envs.utils import check_env_specs
+
+    from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask
+
+    model, tok = tiny_lm.build()
+    em = ExperienceModel(model, tok, ExperienceFormat(k=0), max_new_tokens=90, batch_size=3)
+    task = SyntheticTask("t0", "i want a red shirt", "[page] search\n[search box]", ["search[<query>]"])
+    env = SyntheticEnv(em, [task], batch_size=[3])
+    check_env_specs(env)
+    td = env.reset()
+    td["action"] = ["search[red shirt]"] * 3
+    out = env.step(td)["next"]
+    assert not out["sim_error"].any() and env.sim_error_rate == 0.0 and env.model_calls >= 3
+    assert 0.0 <= env.cut_rate <= 1.0
