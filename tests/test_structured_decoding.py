@@ -120,3 +120,20 @@ def test_synthetic_env_with_structured_decoding_never_errors(tiny_lm):
     out = env.step(td)["next"]
     assert not out["sim_error"].any() and env.sim_error_rate == 0.0 and env.model_calls >= 3
     assert 0.0 <= env.cut_rate <= 1.0
+
+
+def test_state_cannot_be_closed_empty(tiny_lm):
+    _, tok = tiny_lm.build()
+    script = tok.encode(" <think> a </think>\n<next>\n</next>\n<reward> 0", add_special_tokens=False)
+    g = torch.Generator().manual_seed(2)
+
+    def scores(t):
+        s = torch.randn(len(tok), generator=g)
+        if t < len(script):
+            s[script[t]] = 20.0
+        return s
+
+    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True)
+    text = _decode_with(grammar, tok, scores, 300)
+    parsed = parse_target(text)
+    assert parsed.ok and parsed.next_state, (parsed.error, text)

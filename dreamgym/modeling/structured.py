@@ -94,6 +94,7 @@ class OutcomeGrammar(LogitsProcessor):
             + len(end_ids)
             + 2
         )
+        self.lt_ids = [i for i, piece in self.pieces.items() if "<" in piece]
         self.blank_ids = [
             i for i in vocab.values() if i not in self.free_banned and not tokenizer.decode([i]).strip()
         ]
@@ -212,6 +213,8 @@ class OutcomeGrammar(LogitsProcessor):
             bans = self._free_bans(phase, text)
             if text.endswith("\n"):  # a state line starts: no blank lines (the state is never empty)
                 bans = _Ban([*bans, *self.blank_ids])
+            if text.endswith("<next>\n"):  # the state's first token: it may not close the state at once
+                bans = _Ban([*bans, *self.lt_ids])
             return bans
         if phase == "reward":
             return self._choose(row, self.reward_cands, "pre_done", generated, used)
