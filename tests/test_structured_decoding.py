@@ -19,6 +19,21 @@ def _decode_with(grammar, tok, scores_fn, steps):
     return tok.decode(ids[0, 3:].tolist(), skip_special_tokens=True)
 
 
+def _decode_script(tok, script_text: str, seed: int) -> str:
+    """Structured decoding of a fake model that wants to write ``script_text`` (then random tokens)."""
+    script = tok.encode(script_text, add_special_tokens=False)
+    g = torch.Generator().manual_seed(seed)
+
+    def scores(t):
+        s = torch.randn(len(tok), generator=g)
+        if t < len(script):
+            s[script[t]] = 20.0
+        return s
+
+    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True)
+    return _decode_with(grammar, tok, scores, 300)
+
+
 def test_budget_closes_state_and_model_picks_reward(tiny_lm):
     _, tok = tiny_lm.build()
     one = tok.encode(" 1", add_special_tokens=False)
@@ -85,20 +100,9 @@ def test_untrained_model_always_parses_structured(tiny_lm):
 def test_free_text_cannot_write_another_sections_marker(tiny_lm):
     _, tok = tiny_lm.build()
     # a model that skips `</next>` and writes the tail itself (what a half-trained model does)
-    script = tok.encode(
-        " <think> a </think>\n<next>\n[page] x\n<reward> 1 <done> true <score> 1 <end>",
-        add_special_tokens=False,
+    text = _decode_script(
+        tok, " <think> a </think>\n<next>\n[page] x\n<reward> 1 <done> true <score> 1 <end>", 1
     )
-    g = torch.Generator().manual_seed(1)
-
-    def scores(t):
-        s = torch.randn(len(tok), generator=g)
-        if t < len(script):
-            s[script[t]] = 20.0
-        return s
-
-    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True)
-    text = _decode_with(grammar, tok, scores, 300)
     parsed = parse_target(text)
     assert parsed.ok, (parsed.error, text)
     assert text.count("<reward>") == 1 and text.count("<end>") == 1
@@ -124,16 +128,6 @@ def test_synthetic_env_with_structured_decoding_never_errors(tiny_lm):
 
 def test_state_cannot_be_closed_empty(tiny_lm):
     _, tok = tiny_lm.build()
-    script = tok.encode(" <think> a </think>\n<next>\n</next>\n<reward> 0", add_special_tokens=False)
-    g = torch.Generator().manual_seed(2)
-
-    def scores(t):
-        s = torch.randn(len(tok), generator=g)
-        if t < len(script):
-            s[script[t]] = 20.0
-        return s
-
-    grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True)
-    text = _decode_with(grammar, tok, scores, 300)
+    text = _decode_script(tok, " <think> a </think>\n<next>\n</next>\n<reward> 0", 2)
     parsed = parse_target(text)
     assert parsed.ok and parsed.next_state, (parsed.error, text)
