@@ -40,6 +40,28 @@ class _Ban(list):
 _SCORE = re.compile(r"^ [0-9]+(\.[0-9]*)?$")  # a well-formed score so far
 
 
+_TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _vocab_tables(tokenizer) -> dict[str, Any]:
+    """Vocabulary facts the grammar needs, computed once per tokenizer (a grammar is built per batch)."""
+    hit = _TABLES.get(id(tokenizer))
+    if hit is not None and hit[0] is tokenizer:
+        return hit[1]
+    pieces = {i: tokenizer.decode([i]) for i in tokenizer.get_vocab().values()}
+    numbers = {i: t for i, t in pieces.items() if t and _NUMBER.match(t)}
+    tables = {
+        "pieces": pieces,
+        "number_lead": [i for i, t in numbers.items() if t.startswith(" ") and _SCORE.match(t)],  # " 0"
+        "number_cont": {i: t for i, t in numbers.items() if not t.startswith(" ")},  # ".", "5", ...
+        "lt_ids": [i for i, t in pieces.items() if "<" in t],
+        "blank_ids": [i for i, t in pieces.items() if not t.strip()],
+        "marker_bans": {},  # (phase, partial marker) -> banned ids, filled lazily by _free_bans
+    }
+    _TABLES[id(tokenizer)] = (tokenizer, tables)
+    return tables
+
+
 class OutcomeGrammar(LogitsProcessor):
     """Constrain a batch of generations to the experience-model target layout (see module docstring).
 
@@ -68,14 +90,10 @@ class OutcomeGrammar(LogitsProcessor):
         self.eos = tokenizer.eos_token_id
         self.reward_cands = [self._enc(f" {v}") for v in reward_values]
         self.done_cands = [self._enc(" true"), self._enc(" false")]
-        vocab = tokenizer.get_vocab()
-        self.pieces = {i: tokenizer.decode([i]) for i in vocab.values()}
-        numbers = dict(self.pieces)
-        self.marker_bans: dict[tuple[str, str], list[int]] = {}
-        numbers = {i: t for i, t in numbers.items() if t and _NUMBER.match(t)}
-        self.number_lead = [i for i, t in numbers.items() if t.startswith(" ")]  # " 0", " 1", ...
-        self.number_lead = [i for i in self.number_lead if _SCORE.match(numbers[i])]
-        self.number_cont = {i: t for i, t in numbers.items() if not t.startswith(" ")}  # ".", "5", ...
+        tables = _vocab_tables(tokenizer)
+        self.pieces, self.marker_bans = tables["pieces"], tables["marker_bans"]
+        self.number_lead, self.number_cont = tables["number_lead"], tables["number_cont"]
+        self.lt_ids = tables["lt_ids"]
         if not self.number_lead:
             raise ValueError("OutcomeGrammar: the tokenizer has no ' <digit>' token to start the score with")
         end_ids = self._enc(" <end>")
@@ -94,10 +112,7 @@ class OutcomeGrammar(LogitsProcessor):
             + len(end_ids)
             + 2
         )
-        self.lt_ids = [i for i, piece in self.pieces.items() if "<" in piece]
-        self.blank_ids = [
-            i for i in vocab.values() if i not in self.free_banned and not tokenizer.decode([i]).strip()
-        ]
+        self.blank_ids = [i for i in tables["blank_ids"] if i not in self.free_banned]
         self.think_close = len(self._enc(" </think>\n<next>\n")) + 2
         least = self.reserve + 8 + (self.think_close + len(self._enc(" <think>")) if use_reasoning else 4)
         if max_new_tokens < least:
@@ -170,16 +185,19 @@ class OutcomeGrammar(LogitsProcessor):
         partial = text[start:] if start >= 0 else ""
         if not partial or ">" in partial or len(partial) > max(map(len, _MARKERS)):
             partial = ""
-        # a token that itself contains "<" may also start a marker
         key = (phase, partial)
         if key not in self.marker_bans:
             allowed = _ALLOWED_MARKER[phase]
             bad = [m for m in _MARKERS if m != allowed]
             ban = []
             for i, piece in self.pieces.items():
-                j = (partial + piece).rfind("<") if not partial else 0
-                cand = (partial + piece)[j:] if (partial or "<" in piece) else ""
-                if cand and any(m.startswith(cand) or cand.startswith(m) for m in bad):
+                if partial:  # the text so far plus this token
+                    cand = partial + piece
+                elif "<" in piece:  # this token itself opens a marker
+                    cand = piece[piece.rfind("<") :]
+                else:
+                    continue
+                if any(m.startswith(cand) or cand.startswith(m) for m in bad):
                     if not (allowed.startswith(cand) or cand.startswith(allowed)):
                         ban.append(i)
             self.marker_bans[key] = ban
