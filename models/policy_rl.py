@@ -9,7 +9,10 @@ Each training step is one RL iteration:
    fills advantages ("grpo": group-normalised outcome reward; "gae": turn-level GAE on the critic);
 4. ``ppo_epochs`` x ``minibatches`` optimizer steps on
    ``loss = clipped_surrogate + kl_coef * KL_k3(pi || pi_ref) - entropy_coef * H + value_coef * value_loss``
-   (value loss only with a critic), with manual optimisation and gradient clipping.
+   (value loss only with a critic), with manual optimisation and gradient clipping. A minibatch is
+   run in micro-batches of ``micro_batch_size`` turns whose gradients are accumulated with weights
+   ``tokens_micro / tokens_minibatch`` (``turns_micro / turns_minibatch`` for the value loss), so the
+   step equals the one on the whole minibatch while peak memory stays bounded by the micro-batch.
 
 PPO and GRPO differ only in the estimator and the critic. The reference policy and any env (the
 synthetic env holds the frozen experience model) are kept out of the module tree (``object.__setattr__``
@@ -74,6 +77,8 @@ class PolicyRL(L.LightningModule):
         entropy_coef: coefficient of the entropy bonus.
         max_grad_norm: gradient-norm clip (0: off).
         score_batch_size: turns per no-grad forward when scoring a rollout batch.
+        micro_batch_size: turns per forward/backward inside a minibatch (gradient accumulation; the
+            update is the same for any value, memory is not: logits are turns x length x vocab).
         log_samples: episodes written to TensorBoard as text per iteration and validation.
         save_dir: export the trained policy here (``save_pretrained``, model + tokenizer) at the end of fit.
     """
@@ -100,6 +105,7 @@ class PolicyRL(L.LightningModule):
         entropy_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         score_batch_size: int = 16,
+        micro_batch_size: int = 16,
         log_samples: int = 2,
         save_dir: str | None = None,
     ):
@@ -111,10 +117,11 @@ class PolicyRL(L.LightningModule):
                 f"estimator {self.estimator.name!r} needs a critic; set `model.init_args.critic` "
                 "(dreamgym.rl.critic.ValueHead or LMCritic), or use estimator dreamgym.rl.advantages.GRPOAdvantage"
             )
-        if minibatches < 1 or ppo_epochs < 1 or group_size < 1 or tasks_per_batch < 1:
+        if min(minibatches, ppo_epochs, group_size, tasks_per_batch, micro_batch_size, score_batch_size) < 1:
             raise ValueError(
-                f"minibatches ({minibatches}), ppo_epochs ({ppo_epochs}), group_size ({group_size}) and "
-                f"tasks_per_batch ({tasks_per_batch}) must all be >= 1"
+                f"minibatches ({minibatches}), ppo_epochs ({ppo_epochs}), group_size ({group_size}), "
+                f"tasks_per_batch ({tasks_per_batch}), micro_batch_size ({micro_batch_size}) and "
+                f"score_batch_size ({score_batch_size}) must all be >= 1"
             )
         if policy.path is not None and not os.path.isdir(policy.path):
             raise FileNotFoundError(
@@ -138,6 +145,7 @@ class PolicyRL(L.LightningModule):
         self.clip_eps, self.value_clip_eps = clip_eps, value_clip_eps
         self.kl_coef, self.value_coef, self.entropy_coef = kl_coef, value_coef, entropy_coef
         self.max_grad_norm, self.score_batch_size = max_grad_norm, score_batch_size
+        self.micro_batch_size = micro_batch_size
         self.log_samples, self.save_dir = log_samples, save_dir
         self._eval_envs: dict[str, Any] = {}  # plain dict: envs stay out of the module tree
 
@@ -255,12 +263,12 @@ class PolicyRL(L.LightningModule):
                 output_hidden_states=self.critic is not None and self.critic.shares_backbone,
             )  # fmt: skip
             rollout.old_log_probs[s : s + self.score_batch_size] = (
-                token_log_probs(out.logits, mb.input_ids) * mb.action_mask
+                token_log_probs(out.logits, mb.input_ids, mb.allowed_ids) * mb.action_mask
             )
             if ref is not None:
                 ref_logits = ref(input_ids=mb.input_ids, attention_mask=mb.attention_mask.long()).logits
                 rollout.ref_log_probs[s : s + self.score_batch_size] = (
-                    token_log_probs(ref_logits, mb.input_ids) * mb.action_mask
+                    token_log_probs(ref_logits, mb.input_ids, mb.allowed_ids) * mb.action_mask
                 )
             if self.critic is not None:
                 hidden = out.hidden_states[-1] if self.critic.shares_backbone else None
@@ -269,31 +277,40 @@ class PolicyRL(L.LightningModule):
                 )
         self.model.train(was)
 
-    def policy_loss(self, mb: RolloutBatch) -> dict[str, torch.Tensor]:
-        """The combined loss of a minibatch and its parts (see module docstring)."""
+    def policy_loss(
+        self, mb: RolloutBatch, token_weight: float = 1.0, turn_weight: float = 1.0
+    ) -> dict[str, torch.Tensor]:
+        """The combined loss of a (micro-)batch and its parts (see module docstring).
+
+        ``loss = token_weight * (surrogate + kl_coef * KL - entropy_coef * H)
+        + turn_weight * value_coef * value_loss``; the weights let micro-batches of a minibatch add up
+        to the minibatch's token / turn means. The reported parts are unweighted.
+        """
         shared = self.critic is not None and self.critic.shares_backbone
         out = self.model(
             input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(), output_hidden_states=shared
         )
-        logp = token_log_probs(out.logits, mb.input_ids)
+        allowed = mb.allowed_ids
+        logp = token_log_probs(out.logits, mb.input_ids, allowed)
         mask = mb.action_mask
         adv = mb.advantages.unsqueeze(1).expand_as(logp)
         parts = {"loss_policy": clipped_surrogate_loss(logp, mb.old_log_probs, adv, mask, self.clip_eps)}
-        loss = parts["loss_policy"]
+        token_loss = parts["loss_policy"]
         if self.ref_model is not None:
             parts["kl_ref"] = kl_k3(logp, mb.ref_log_probs, mask)
-            loss = loss + self.kl_coef * parts["kl_ref"]
+            token_loss = token_loss + self.kl_coef * parts["kl_ref"]
         if self.entropy_coef > 0:
-            parts["entropy"] = entropy_from_logits(out.logits, mask)
-            loss = loss - self.entropy_coef * parts["entropy"]
+            parts["entropy"] = entropy_from_logits(out.logits, mask, allowed)
+            token_loss = token_loss - self.entropy_coef * parts["entropy"]
         else:
             with torch.no_grad():
-                parts["entropy"] = entropy_from_logits(out.logits, mask)
+                parts["entropy"] = entropy_from_logits(out.logits, mask, allowed)
+        loss = token_weight * token_loss
         if self.critic is not None:
             hidden = out.hidden_states[-1] if shared else None
             values = self.critic.values(mb.input_ids, mb.attention_mask, mb.action_mask, hidden)
             parts["loss_value"] = clipped_value_loss(values, mb.old_values, mb.returns, self.value_clip_eps)
-            loss = loss + self.value_coef * parts["loss_value"]
+            loss = loss + turn_weight * self.value_coef * parts["loss_value"]
         with torch.no_grad():
             parts["approx_kl"] = approx_kl(logp, mb.old_log_probs, mask)
             parts["clipfrac"] = clip_fraction(logp, mb.old_log_probs, mask, self.clip_eps)
@@ -309,16 +326,25 @@ class PolicyRL(L.LightningModule):
             perm = torch.randperm(n, device=rollout.device)
             for idx in torch.tensor_split(perm, self.minibatches):
                 mb = rollout[idx] if idx.numel() else rollout[perm[:1]]
-                parts = self.policy_loss(mb)
+                tokens = float(mb.action_mask.sum().clamp_min(1))
                 opt.zero_grad()
-                self.manual_backward(parts["loss"])
+                step_parts: dict[str, float] = {}
+                for s in range(0, mb.batch_size[0], self.micro_batch_size):
+                    micro = mb[s : s + self.micro_batch_size]
+                    w_tok = float(micro.action_mask.sum()) / tokens
+                    w_turn = micro.batch_size[0] / mb.batch_size[0]
+                    parts = self.policy_loss(micro, w_tok, w_turn)
+                    self.manual_backward(parts["loss"])
+                    for k, v in parts.items():  # minibatch value of each part: weighted sum
+                        w = w_turn if k == "loss_value" else w_tok
+                        step_parts[k] = step_parts.get(k, 0.0) + (1.0 if k == "loss" else w) * float(v.detach())
                 if self.max_grad_norm > 0:
                     self.clip_gradients(
                         opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm"
                     )
                 opt.step()
-                for k, v in parts.items():
-                    sums[k] = sums.get(k, 0.0) + float(v.detach())
+                for k, v in step_parts.items():
+                    sums[k] = sums.get(k, 0.0) + v
                 steps += 1
         out = {f"train/{k}": v / steps for k, v in sums.items()}
         out["train/advantage_abs_mean"] = float(rollout.advantages.abs().mean())

@@ -1,8 +1,12 @@
 """Behaviour-cloning warm start of the policy (the paper's SFT baseline): next-token loss on the
-action tokens only.
+action tokens, optionally plus a down-weighted language-modelling loss on the prompt.
 
-One sequence per example: ``[BOS] prompt | target [EOS]``; ``loss = mean_{t in target+EOS} CE_t``
-(prompt tokens carry no loss). Logged: ``train/loss``, ``val/loss``, ``val/token_acc`` (teacher-forced
+One sequence per example: ``[BOS] prompt | target [EOS]``;
+``loss = mean_{t in target+EOS} CE_t + prompt_loss_weight * mean_{t in prompt} CE_t``.
+The prompt term (``train_on_inputs`` in other trainers; off by default) gives a small model trained
+from scratch far more copying signal than the few action tokens do: the listed actions repeat the
+product ids of the page, the results page repeats the query, history repeats states. That is what a
+policy needs to copy ids and instruction words into its actions. Logged: ``train/loss``, ``val/loss``, ``val/token_acc`` (teacher-forced
 accuracy on target tokens). At the end of fit the policy is exported with ``save_pretrained`` (model +
 tokenizer) to ``save_dir``, the ``path`` the RL configs load.
 """
@@ -51,14 +55,20 @@ def encode_bc_batch(tokenizer, examples: list[dict[str, str]], max_length: int) 
 
 
 def bc_loss(
-    logits: torch.Tensor, input_ids: torch.Tensor, target_mask: torch.Tensor
+    logits: torch.Tensor,
+    input_ids: torch.Tensor,
+    target_mask: torch.Tensor,
+    prompt_mask: torch.Tensor | None = None,
+    prompt_weight: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked next-token loss and accuracy on target tokens.
 
-    ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]``; ``loss = mean_{target_mask_t} CE_t``.
+    ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]``;
+    ``loss = mean_{target_mask_t} CE_t + prompt_weight * mean_{prompt_mask_t} CE_t``
+    (the second term only with ``prompt_mask`` and ``prompt_weight > 0``).
 
     Returns:
-        ``(loss, token_acc)`` scalars.
+        ``(loss, token_acc)`` scalars; ``token_acc`` is over target tokens only.
     """
     if logits.shape[:2] != input_ids.shape or target_mask.shape != input_ids.shape:
         raise ValueError(
@@ -69,6 +79,9 @@ def bc_loss(
     m = target_mask[:, 1:].float()
     loss = (ce * m).sum() / m.sum().clamp_min(1.0)
     acc = ((logits[:, :-1].argmax(-1) == input_ids[:, 1:]).float() * m).sum() / m.sum().clamp_min(1.0)
+    if prompt_mask is not None and prompt_weight > 0:
+        pm = prompt_mask[:, 1:].float()
+        loss = loss + prompt_weight * (ce * pm).sum() / pm.sum().clamp_min(1.0)
     return loss, acc
 
 
@@ -82,6 +95,8 @@ class PolicySFT(L.LightningModule):
             e.g. ``torch.optim.lr_scheduler.OneCycleLR`` (warm-up then cosine decay).
         max_length: token budget per example (prompt cut from the left, keeping BOS).
         save_dir: export the trained policy here (``save_pretrained``) at the end of fit.
+        prompt_loss_weight: weight of the language-modelling loss on prompt tokens (0: action tokens
+            only; see module docstring). Validation always reports the action-token loss alone.
     """
 
     def __init__(
@@ -91,29 +106,37 @@ class PolicySFT(L.LightningModule):
         lr_scheduler: LRSchedulerCallable | None = None,
         max_length: int = 1024,
         save_dir: str | None = None,
+        prompt_loss_weight: float = 0.0,
     ):
         super().__init__()
+        if prompt_loss_weight < 0:
+            raise ValueError(f"PolicySFT.prompt_loss_weight must be >= 0, got {prompt_loss_weight}")
         self.model, self.tokenizer = policy.build()
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.save_dir = max_length, save_dir
+        self.prompt_loss_weight = prompt_loss_weight
 
     def configure_optimizers(self):
         return configure_optimization(
             self.model.parameters(), self.optimizer_factory, self.scheduler_factory, self.trainer.max_steps
         )
 
-    def _step(self, examples: list[dict[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _step(self, examples: list[dict[str, str]], train: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         b = {
             k: v.to(self.device)
             for k, v in encode_bc_batch(self.tokenizer, examples, self.max_length).items()
         }
+        if train and self.prompt_loss_weight > 0:  # the prompt term needs logits at every position
+            logits = self.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
+            prompt = b["attention_mask"].bool() & ~b["target_mask"]
+            return bc_loss(logits, b["input_ids"], b["target_mask"], prompt, self.prompt_loss_weight)
         logits, start = logits_from_first_target(
             self.model, b["input_ids"], b["attention_mask"], b["target_mask"]
         )
         return bc_loss(logits, b["input_ids"][:, start:], b["target_mask"][:, start:])
 
     def training_step(self, batch: list[dict[str, str]], batch_idx: int) -> torch.Tensor:
-        loss, acc = self._step(batch)
+        loss, acc = self._step(batch, train=True)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
         self.log("train/token_acc", acc, batch_size=len(batch))
         return loss

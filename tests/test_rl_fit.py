@@ -121,3 +121,37 @@ def test_sim2real_switches_phase_and_counts_both(toy_policy, tmp_path):
     rows = _metrics(tmp_path)
     real = [float(r["data/real_transitions"]) for r in rows if r.get("data/real_transitions")]
     assert real[0] == 0 and real[-1] == schedule.real_transitions
+
+
+def test_micro_batches_give_the_same_update(toy_policy):
+    """Gradient accumulation over micro-batches reproduces the whole-minibatch step (PPO: token and
+    turn means both), so micro_batch_size only trades memory for forwards."""
+    from dreamgym.rl.rollout import build_rollout_batch
+
+    def build(micro):
+        torch.manual_seed(0)
+        m = _module(toy_policy, SyntheticSchedule(_spec(), iterations=1), estimator=GAEAdvantage(),
+                    critic=ValueHead(), micro_batch_size=micro, max_grad_norm=0.0)  # fmt: skip
+        opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.5)
+        m.optimizers = lambda: opt
+        m.manual_backward = lambda loss: loss.backward()
+        return m
+
+    whole, micro = build(64), build(1)
+    micro.load_state_dict(whole.state_dict())
+    env = _spec().build()
+    torch.manual_seed(1)
+    coll = whole.collector.collect(env, whole.model, whole.tokenizer, [0, 3], group_size=2)
+    rollout = build_rollout_batch(coll.turns, whole._pad_id())
+    assert rollout.batch_size[0] > 2  # several micro-batches of one turn each
+    whole._score(rollout)
+    whole.estimator(rollout)
+    torch.manual_seed(2)
+    stats_whole = whole._optimize(rollout.clone())
+    torch.manual_seed(2)
+    stats_micro = micro._optimize(rollout.clone())
+    for (k, a), b in zip(whole.state_dict().items(), micro.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-5), k
+    assert any(not torch.equal(a, b) for a, b in zip(whole.state_dict().values(), build(64).state_dict().values()))
+    for k in ("train/loss", "train/loss_policy", "train/loss_value", "train/kl_ref", "train/entropy"):
+        assert stats_micro[k] == pytest.approx(stats_whole[k], rel=1e-4, abs=1e-6), k

@@ -23,6 +23,7 @@ import torch
 from tensordict import TensorDict
 
 from dreamgym.envs.base import as_text_list, text_stack
+from dreamgym.modeling.action_constraint import ActionGrammar, allowed_fn
 from dreamgym.modeling.generation import encode_prompt
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.rollout import Turn
@@ -108,6 +109,12 @@ class RolloutCollector:
         temperature: sampling temperature (training rollouts; evaluation is greedy).
         max_prompt_tokens: prompts keep BOS and their last this-many tokens.
         gen_batch_size: prompts per ``generate`` call.
+        constrained: decode only admissible actions (:mod:`dreamgym.modeling.action_constraint`): the
+            policy samples from its distribution renormalised over the tokens the state's
+            ``available_actions`` allow, and each turn records those sets so the RL update scores the
+            same distribution. Needs an env that lists its actions (WebShop, ALFWorld, synthetic).
+        max_arg_tokens: with ``constrained``, a template argument (the search query) is closed after
+            this many tokens (capped so the whole action fits in ``max_new_tokens``).
     """
 
     def __init__(
@@ -117,12 +124,21 @@ class RolloutCollector:
         temperature: float = 1.0,
         max_prompt_tokens: int = 1024,
         gen_batch_size: int = 32,
+        constrained: bool = False,
+        max_arg_tokens: int = 40,
     ):
         self.format = format or PolicyFormat()
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.max_prompt_tokens = max_prompt_tokens
         self.gen_batch_size = gen_batch_size
+        self.constrained = constrained
+        self.max_arg_tokens = max(1, min(max_arg_tokens, max_new_tokens - 6))
+        if constrained and max_new_tokens < 8:
+            raise ValueError(
+                f"RolloutCollector.max_new_tokens={max_new_tokens} is too small for constrained decoding "
+                "(an action plus its template argument needs room); use at least 8, e.g. 48"
+            )
 
     @torch.no_grad()
     def collect(
@@ -168,7 +184,8 @@ class RolloutCollector:
                     slot_ep[i] = None
                 break
             prompts = [self._prompt_ids(tokenizer, slot_ep[i]) for i in active]
-            responses = self._generate(model, tokenizer, prompts, greedy)
+            grammars = [self._grammar(tokenizer, slot_ep[i]) for i in active] if self.constrained else None
+            responses = self._generate(model, tokenizer, prompts, greedy, grammars)
             gen_tokens += sum(len(r) for r in responses)
             texts = [tokenizer.decode(r, skip_special_tokens=True) for r in responses]
             actions = [""] * n_slots
@@ -181,7 +198,10 @@ class RolloutCollector:
             )
             nxt = env.step(td)["next"]
             transitions += len(active)
-            ended = self._record(nxt, active, slot_ep, slot_turns, prompts, responses, actions)
+            allowed = (
+                [g.allowed_per_step(r) for g, r in zip(grammars, responses, strict=True)] if grammars else None
+            )
+            ended = self._record(nxt, active, slot_ep, slot_turns, prompts, responses, actions, allowed)
             for i in ended:
                 self._finish(slot_ep[i], slot_turns.pop(i, []), turns_by_ep, finished, truncated=False)
                 slot_ep[i] = None
@@ -226,7 +246,12 @@ class RolloutCollector:
             ids = ids[:1] + ids[-(self.max_prompt_tokens - 1) :]
         return ids
 
-    def _generate(self, model, tokenizer, prompts: list[list[int]], greedy: bool) -> list[list[int]]:
+    def _grammar(self, tokenizer, ep: Episode) -> ActionGrammar:
+        return ActionGrammar(tokenizer, ep.instruction, ep.available[-1], self.max_arg_tokens)
+
+    def _generate(
+        self, model, tokenizer, prompts: list[list[int]], greedy: bool, grammars: list[ActionGrammar] | None = None
+    ) -> list[list[int]]:
         was_training = model.training
         model.eval()
         device = next(model.parameters()).device
@@ -247,6 +272,8 @@ class RolloutCollector:
                 if greedy
                 else dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
             )
+            if grammars is not None:
+                sampling["prefix_allowed_tokens_fn"] = allowed_fn([grammars[i] for i in rows], width)
             gen = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=self.max_new_tokens,
                 pad_token_id=pad, eos_token_id=eos, use_cache=True, **sampling,
@@ -260,7 +287,7 @@ class RolloutCollector:
             model.train()
         return out
 
-    def _record(self, nxt, active, slot_ep, slot_turns, prompts, responses, actions) -> list[int]:
+    def _record(self, nxt, active, slot_ep, slot_turns, prompts, responses, actions, allowed=None) -> list[int]:
         """Append each active slot's step to its episode; return the slots whose episode ended."""
         reward = nxt["reward"].reshape(-1).tolist()
         done, term = nxt["done"].reshape(-1).tolist(), nxt["terminated"].reshape(-1).tolist()
@@ -277,7 +304,8 @@ class RolloutCollector:
             ep.available.append(list(avail[i]))
             slot_turns.setdefault(i, []).append(
                 Turn(prompts[k], responses[k], float(reward[i]), bool(done[i]), bool(term[i]), bool(invalid[i]),
-                     ep.task_index, ep.group_id, ep.episode_id, len(ep.actions) - 1)
+                     ep.task_index, ep.group_id, ep.episode_id, len(ep.actions) - 1,
+                     allowed[k] if allowed is not None else None)
             )  # fmt: skip
             if done[i]:
                 ep.success, ep.score = bool(success[i]), float(score[i])

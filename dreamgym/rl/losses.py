@@ -36,14 +36,20 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (x * m).sum() / m.sum().clamp_min(1.0)
 
 
-def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+def token_log_probs(
+    logits: torch.Tensor, input_ids: torch.Tensor, allowed: torch.Tensor | None = None
+) -> torch.Tensor:
     """Log-probs of each token given its prefix, aligned with ``input_ids``.
 
     ``out[n, t] = log softmax(logits[n, t-1])[input_ids[n, t]]`` for ``t >= 1``; ``out[n, 0] = 0``.
+    With ``allowed`` (constrained decoding), positions whose set ``A = allowed[n, t]`` is non-empty use
+    the distribution renormalised over ``A``:
+    ``out[n, t] = z[input_ids[n, t]] - logsumexp_{v in A} z[v]`` with ``z = logits[n, t-1]``.
 
     Args:
         logits: (N, L, V) next-token logits of a causal LM on ``input_ids``.
         input_ids: (N, L) token ids.
+        allowed: optional (N, L, K) allowed token ids per position, ``-1`` = padding (K may be 0).
 
     Returns:
         (N, L) float tensor.
@@ -52,9 +58,24 @@ def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tens
         raise ValueError(
             f"logits must be (N, L, V) matching input_ids {tuple(input_ids.shape)}, got {tuple(logits.shape)}"
         )
-    lp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    picked = lp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    z = logits[:, :-1].float()
+    ids = input_ids[:, 1:].unsqueeze(-1)
+    picked = torch.log_softmax(z, dim=-1).gather(-1, ids).squeeze(-1)
+    if allowed is not None and allowed.shape[-1] > 0:
+        za, has = _allowed_logits(z, allowed, input_ids.shape)
+        constrained = z.gather(-1, ids).squeeze(-1) - torch.logsumexp(za, dim=-1)
+        picked = torch.where(has, constrained, picked)
     return torch.cat([torch.zeros_like(picked[:, :1]), picked], dim=1)
+
+
+def _allowed_logits(z: torch.Tensor, allowed: torch.Tensor, shape) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of the allowed tokens ((N, L-1, K), -inf on padding) and which positions are constrained."""
+    if allowed.dim() != 3 or allowed.shape[:2] != shape:
+        raise ValueError(f"allowed must be (N, L, K) matching input_ids {tuple(shape)}, got {tuple(allowed.shape)}")
+    a = allowed[:, 1:]
+    za = z.gather(-1, a.clamp_min(0)).masked_fill(a < 0, float("-inf"))
+    has = (a >= 0).any(-1)
+    return za.masked_fill(~has.unsqueeze(-1), 0.0), has
 
 
 def clipped_surrogate_loss(
@@ -133,16 +154,26 @@ def clipped_value_loss(
     return 0.5 * torch.maximum((values - returns) ** 2, (v_clip - returns) ** 2).mean()
 
 
-def entropy_from_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def entropy_from_logits(
+    logits: torch.Tensor, mask: torch.Tensor, allowed: torch.Tensor | None = None
+) -> torch.Tensor:
     """Mean token entropy ``H = -sum_v p_v log p_v`` of the next-token distributions that predict the
-    masked tokens (position ``t``'s token is predicted by ``logits[:, t-1]``).
+    masked tokens (position ``t``'s token is predicted by ``logits[:, t-1]``). With ``allowed`` (see
+    :func:`token_log_probs`), constrained positions use ``p`` renormalised over their allowed set.
 
     Args:
         logits: (N, L, V) logits.
         mask: (N, L) bool action mask aligned with the input ids.
+        allowed: optional (N, L, K) allowed token ids per position (``-1`` = padding).
     """
     if logits.shape[:2] != mask.shape:
         raise ValueError(f"logits {tuple(logits.shape)} must be (N, L, V) matching mask {tuple(mask.shape)}")
-    lp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    z = logits[:, :-1].float()
+    lp = torch.log_softmax(z, dim=-1)
     ent = -(lp.exp() * lp).sum(-1)
+    if allowed is not None and allowed.shape[-1] > 0:
+        za, has = _allowed_logits(z, allowed, mask.shape)
+        lpa = torch.log_softmax(za, dim=-1)
+        ent_c = -(lpa.exp() * lpa.masked_fill(torch.isinf(za), 0.0)).sum(-1)
+        ent = torch.where(has, ent_c, ent)
     return masked_mean(ent, mask[:, 1:])

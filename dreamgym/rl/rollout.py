@@ -42,6 +42,8 @@ class RolloutBatch:
     episode_id: torch.Tensor  # (N,) int64       episode the turn belongs to (unique in the batch)
     turn: torch.Tensor  # (N,) int64             0-based step index within the episode
     invalid: torch.Tensor  # (N,) bool           the env flagged the action invalid (a no-op)
+    allowed_ids: torch.Tensor  # (N, L, K) int64  constrained decoding: token ids allowed at each response
+    # position (-1 = padding); K = 0 when no turn was constrained. See dreamgym.modeling.action_constraint.
 
     def episode_rewards(self) -> torch.Tensor:
         """(E,) summed reward of each episode, indexed by ``episode_id`` (E = max id + 1)."""
@@ -65,6 +67,7 @@ class Turn:
         group_id: GRPO group id.
         episode_id: episode id within the batch.
         turn: step index within the episode.
+        allowed: per response token, the token ids constrained decoding allowed there (``None``: free).
     """
 
     prompt_ids: list[int]
@@ -77,6 +80,7 @@ class Turn:
     group_id: int
     episode_id: int
     turn: int
+    allowed: list[list[int]] | None = None
 
 
 def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
@@ -94,6 +98,8 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
     ids = torch.full((n, length), pad_id, dtype=torch.long)
     attn = torch.zeros((n, length), dtype=torch.bool)
     act = torch.zeros((n, length), dtype=torch.bool)
+    k = max((len(a) for t in turns if t.allowed for a in t.allowed), default=0)
+    allowed = torch.full((n, length, k), -1, dtype=torch.long)
     for i, t in enumerate(turns):
         if not t.response_ids:
             raise ValueError(f"turn {i} (episode {t.episode_id}, step {t.turn}) has an empty response")
@@ -101,6 +107,13 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
         ids[i, : p + r] = torch.tensor(t.prompt_ids + t.response_ids, dtype=torch.long)
         attn[i, : p + r] = True
         act[i, p : p + r] = True
+        if t.allowed is not None:
+            if len(t.allowed) != r:
+                raise ValueError(
+                    f"turn {i}: {len(t.allowed)} allowed-token sets for {r} response tokens; they must match"
+                )
+            for j, a in enumerate(t.allowed):
+                allowed[i, p + j, : len(a)] = torch.tensor(a, dtype=torch.long)
 
     def col(name, dtype):
         return torch.tensor([getattr(t, name) for t in turns], dtype=dtype)
@@ -123,5 +136,6 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
         episode_id=col("episode_id", torch.long),
         turn=col("turn", torch.long),
         invalid=col("invalid", torch.bool),
+        allowed_ids=allowed,
         batch_size=[n],
     )

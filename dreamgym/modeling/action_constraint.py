@@ -1,0 +1,139 @@
+"""Action-constrained decoding: the policy can only write an action its state admits.
+
+A text env lists its admissible actions (``available_actions``): concrete ones (``click[buy now]``,
+``go to cabinet 1``) and templates with a free argument (``search[<query>]``). :class:`ActionGrammar`
+turns that list into a token-level grammar for one prompt:
+
+* a concrete action is its canonical tokenisation ``encode(" " + action)`` followed by EOS; the
+  concrete actions form a prefix tree, so at each step the allowed tokens are the tree's children;
+* a template ``name[<...>]`` is ``encode(" name[")``, then 1..``max_arg_tokens`` argument tokens drawn
+  from the tokens of the instruction (a bag, in any order: the policy chooses which words to use),
+  then ``]`` and EOS.
+
+The policy then samples from its own distribution *renormalised over the allowed set*:
+``pi_c(a_j | s, a_<j) = exp(z[a_j]) / sum_{v in A_j} exp(z[v])`` with ``A_j`` the allowed tokens after
+the prefix ``a_<j`` and ``z`` the LM's logits. :meth:`ActionGrammar.allowed_per_step` recomputes the
+sets ``A_j`` of a generated response, so the RL update scores exactly the distribution that sampled it
+(:func:`dreamgym.rl.losses.token_log_probs` with ``allowed``); the ratio and KL stay exact.
+
+This is the admissible-action constraint of text-game agents (GLAM, Carta et al. 2023, score only
+admissible actions) in decoding form. Every action is valid, so ``invalid_rate`` is 0 by
+construction under it; what the policy still has to learn is *which* action and which query words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["ActionGrammar", "allowed_fn"]
+
+_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
+_END = -1  # trie key marking "a complete concrete action ends here" (EOS follows)
+
+
+class ActionGrammar:
+    """Token grammar of one state's admissible actions (see module docstring).
+
+    Args:
+        tokenizer: the policy's tokenizer (must have an EOS token).
+        instruction: the task instruction (template arguments draw their tokens from it).
+        available_actions: the state's admissible actions, concrete or ``name[<...>]`` templates.
+        max_arg_tokens: a template argument is closed with ``]`` after this many tokens.
+
+    Raises:
+        ValueError: if ``available_actions`` is empty or the tokenizer has no EOS token.
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        instruction: str,
+        available_actions: Sequence[str],
+        max_arg_tokens: int = 40,
+    ):
+        if not available_actions:
+            raise ValueError(
+                "ActionGrammar needs at least one available action; the env listed none for this state "
+                "(turn off `constrained` in the collector for envs that do not list their actions)"
+            )
+        if tokenizer.eos_token_id is None:
+            raise ValueError("ActionGrammar needs a tokenizer with an EOS token (eos_token_id is None)")
+        self.eos = int(tokenizer.eos_token_id)
+        self.max_arg_tokens = max_arg_tokens
+        close = _encode(tokenizer, "]")
+        self.close = close[-1]
+        self.root: dict = {}
+        self.arg_tokens: list[int] = []
+        for action in available_actions:
+            m = _TEMPLATE.match(action.strip())
+            if m:
+                prefix = _encode(tokenizer, f" {m.group(1)}[")
+                node = self._insert(prefix)
+                node["__arg__"] = True
+                if not self.arg_tokens:
+                    self.arg_tokens = self._arg_vocab(tokenizer, instruction)
+            else:
+                node = self._insert(_encode(tokenizer, " " + action.strip()))
+                node[_END] = {}
+
+    # ------------------------------------------------------------------ build
+    def _insert(self, ids: list[int]) -> dict:
+        node = self.root
+        for t in ids:
+            node = node.setdefault(t, {})
+        return node
+
+    def _arg_vocab(self, tokenizer, instruction: str) -> list[int]:
+        words = set(_encode(tokenizer, " " + instruction)) | set(_encode(tokenizer, instruction))
+        words -= {self.eos, self.close}
+        if not words:
+            raise ValueError(
+                f"the instruction {instruction!r} has no tokens to fill a template argument "
+                "(e.g. search[<query>]) with; give the task an instruction"
+            )
+        return sorted(words)
+
+    # ------------------------------------------------------------------ query
+    def allowed(self, prefix: Sequence[int]) -> list[int]:
+        """Token ids allowed after the response ``prefix``.
+
+        A prefix the grammar never produces (e.g. after EOS) allows only EOS.
+        """
+        node = self.root
+        for j, t in enumerate(prefix):
+            if node.get("__arg__"):
+                return self._arg_allowed(prefix[j:])
+            if t not in node:
+                return [self.eos]
+            node = node[t]
+        if node.get("__arg__"):
+            return self._arg_allowed([])
+        out = [t for t in node if isinstance(t, int) and t != _END]
+        if _END in node:
+            out.append(self.eos)
+        return out or [self.eos]
+
+    def _arg_allowed(self, arg: Sequence[int]) -> list[int]:
+        if self.close in arg:  # argument closed: the action is complete
+            return [self.eos]
+        if len(arg) >= self.max_arg_tokens:
+            return [self.close]
+        return self.arg_tokens + ([self.close] if arg else [])
+
+    def allowed_per_step(self, response: Sequence[int]) -> list[list[int]]:
+        """``A_j`` for every position ``j`` of a generated ``response``."""
+        return [self.allowed(response[:j]) for j in range(len(response))]
+
+
+def allowed_fn(grammars: Sequence[ActionGrammar], prompt_width: int):
+    """A ``prefix_allowed_tokens_fn`` for ``model.generate`` over left-padded prompts of one width."""
+
+    def fn(batch_id: int, input_ids) -> list[int]:
+        return grammars[batch_id].allowed(input_ids[prompt_width:].tolist())
+
+    return fn
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
