@@ -43,8 +43,8 @@ def test_grammar_concrete_actions_and_template(lm):
     assert close in g.allowed(search + [w])
     assert g.allowed(search + [w, close]) == [eos]
     assert g.allowed(search + [w, w, w]) == [close]  # max_arg_tokens reached: must close
-    with pytest.raises(ValueError, match="at least one available action"):
-        ActionGrammar(tok, instruction, [])
+    free = ActionGrammar(tok, instruction, [])  # a state without actions: unconstrained, scored free
+    assert free.allowed([]) is None and free.allowed_per_step([5, 6]) == [[], []]
 
 
 def test_constrained_rollouts_are_always_valid_in_webshop(lm):
@@ -84,7 +84,7 @@ def test_constrained_log_probs_match_the_sampling_distribution(lm):
     torch.manual_seed(0)
     out = model.generate(
         input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=True, top_k=0,
-        prefix_allowed_tokens_fn=allowed_fn([g], len(prompt)), output_scores=True, return_dict_in_generate=True,
+        prefix_allowed_tokens_fn=allowed_fn([g], len(prompt), model.config.vocab_size), output_scores=True, return_dict_in_generate=True,
         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
     )  # fmt: skip
     resp = out.sequences[0, len(prompt) :].tolist()

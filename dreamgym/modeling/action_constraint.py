@@ -41,8 +41,11 @@ class ActionGrammar:
         available_actions: the state's admissible actions, concrete or ``name[<...>]`` templates.
         max_arg_tokens: a template argument is closed with ``]`` after this many tokens.
 
+    A state that lists no actions (e.g. a synthetic state the env could not read actions from) gets a
+    *free* grammar: every token allowed, recorded as empty sets, i.e. scored unconstrained.
+
     Raises:
-        ValueError: if ``available_actions`` is empty or the tokenizer has no EOS token.
+        ValueError: if the tokenizer has no EOS token.
     """
 
     def __init__(
@@ -52,11 +55,6 @@ class ActionGrammar:
         available_actions: Sequence[str],
         max_arg_tokens: int = 40,
     ):
-        if not available_actions:
-            raise ValueError(
-                "ActionGrammar needs at least one available action; the env listed none for this state "
-                "(turn off `constrained` in the collector for envs that do not list their actions)"
-            )
         if tokenizer.eos_token_id is None:
             raise ValueError("ActionGrammar needs a tokenizer with an EOS token (eos_token_id is None)")
         self.eos = int(tokenizer.eos_token_id)
@@ -65,6 +63,7 @@ class ActionGrammar:
         self.close = close[-1]
         self.root: dict = {}
         self.arg_tokens: list[int] = []
+        self.free = not available_actions
         for action in available_actions:
             m = _TEMPLATE.match(action.strip())
             if m:
@@ -95,11 +94,13 @@ class ActionGrammar:
         return sorted(words)
 
     # ------------------------------------------------------------------ query
-    def allowed(self, prefix: Sequence[int]) -> list[int]:
-        """Token ids allowed after the response ``prefix``.
+    def allowed(self, prefix: Sequence[int]) -> list[int] | None:
+        """Token ids allowed after the response ``prefix`` (``None``: a free grammar, any token).
 
         A prefix the grammar never produces (e.g. after EOS) allows only EOS.
         """
+        if self.free:
+            return None
         node = self.root
         for j, t in enumerate(prefix):
             if node.get("__arg__"):
@@ -122,15 +123,19 @@ class ActionGrammar:
         return self.arg_tokens + ([self.close] if arg else [])
 
     def allowed_per_step(self, response: Sequence[int]) -> list[list[int]]:
-        """``A_j`` for every position ``j`` of a generated ``response``."""
+        """``A_j`` for every position ``j`` of a generated ``response`` (empty lists: unconstrained)."""
+        if self.free:
+            return [[] for _ in response]
         return [self.allowed(response[:j]) for j in range(len(response))]
 
 
-def allowed_fn(grammars: Sequence[ActionGrammar], prompt_width: int):
+def allowed_fn(grammars: Sequence[ActionGrammar], prompt_width: int, vocab_size: int):
     """A ``prefix_allowed_tokens_fn`` for ``model.generate`` over left-padded prompts of one width."""
+    everything = list(range(vocab_size))
 
     def fn(batch_id: int, input_ids) -> list[int]:
-        return grammars[batch_id].allowed(input_ids[prompt_width:].tolist())
+        a = grammars[batch_id].allowed(input_ids[prompt_width:].tolist())
+        return everything if a is None else a
 
     return fn
 

@@ -92,13 +92,15 @@ class PolicyFormat:
                 lines.append(f"[{i}] action: {action}")
         lines.append("Current state:")
         lines.append(_cut(observation, self.max_state_chars))
-        acts = list(available_actions)
-        if self.max_actions and len(acts) > self.max_actions:
-            acts = acts[: self.max_actions]
         lines.append("Available actions:")
-        lines.extend(acts)
+        lines.extend(self.listed(available_actions))
         lines.append("Action:")
         return "\n".join(lines)
+
+    def listed(self, available_actions: list[str]) -> list[str]:
+        """The actions the prompt lists: the first ``max_actions`` (constrained decoding uses the same)."""
+        acts = list(available_actions)
+        return acts[: self.max_actions] if self.max_actions else acts
 
     def target(self, action: str, reasoning: str | None = None) -> str:
         """The response text for ``action`` (without EOS); a think block only if ``self.think``."""

@@ -247,7 +247,7 @@ class RolloutCollector:
         return ids
 
     def _grammar(self, tokenizer, ep: Episode) -> ActionGrammar:
-        return ActionGrammar(tokenizer, ep.instruction, ep.available[-1], self.max_arg_tokens)
+        return ActionGrammar(tokenizer, ep.instruction, self.format.listed(ep.available[-1]), self.max_arg_tokens)
 
     def _generate(
         self, model, tokenizer, prompts: list[list[int]], greedy: bool, grammars: list[ActionGrammar] | None = None
@@ -273,7 +273,9 @@ class RolloutCollector:
                 else dict(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
             )
             if grammars is not None:
-                sampling["prefix_allowed_tokens_fn"] = allowed_fn([grammars[i] for i in rows], width)
+                sampling["prefix_allowed_tokens_fn"] = allowed_fn(
+                    [grammars[i] for i in rows], width, model.get_output_embeddings().weight.shape[0]
+                )
             gen = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=self.max_new_tokens,
                 pad_token_id=pad, eos_token_id=eos, use_cache=True, **sampling,
