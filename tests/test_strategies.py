@@ -327,7 +327,9 @@ def _rl_overrides(tmp_path: Path) -> Path:
             "policy": {"init_args": {"path": None, "preset": "tiny", "tokenizer_path": tok, "max_positions": 512}},
             "schedule": {"init_args": {"iterations": 2, "env": {"init_args": env}}},
             "eval_env": {"init_args": {"batch_size": 2, "max_steps": 2}},
-            "collector": {"init_args": {"max_new_tokens": 4, "max_prompt_tokens": 128}},
+            # free decoding: with the toy tokenizer no admissible action fits in 4 tokens, so constrained
+            # decoding would force every token (no choice, no gradient); it is tested in test_action_constraint
+            "collector": {"init_args": {"max_new_tokens": 4, "max_prompt_tokens": 128, "constrained": False}},
             "optimizer": {"init_args": {"lr": 1.0e-3}},
             "tasks_per_batch": 2, "group_size": 2, "minibatches": 2, "save_dir": None,
             "entropy_coef": 0.01,  # a gradient even when a fresh policy earns no reward (zero GRPO advantages)

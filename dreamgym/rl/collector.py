@@ -114,7 +114,8 @@ class RolloutCollector:
             ``available_actions`` allow, and each turn records those sets so the RL update scores the
             same distribution. Needs an env that lists its actions (WebShop, ALFWorld, synthetic).
         max_arg_tokens: with ``constrained``, a template argument (the search query) is closed after
-            this many tokens (capped so the whole action fits in ``max_new_tokens``).
+            this many tokens (capped so the whole action fits in ``max_new_tokens``). As in free
+            decoding, an action longer than ``max_new_tokens`` is cut, and the env flags it invalid.
     """
 
     def __init__(
@@ -134,11 +135,6 @@ class RolloutCollector:
         self.gen_batch_size = gen_batch_size
         self.constrained = constrained
         self.max_arg_tokens = max(1, min(max_arg_tokens, max_new_tokens - 6))
-        if constrained and max_new_tokens < 8:
-            raise ValueError(
-                f"RolloutCollector.max_new_tokens={max_new_tokens} is too small for constrained decoding "
-                "(an action plus its template argument needs room); use at least 8, e.g. 48"
-            )
 
     @torch.no_grad()
     def collect(
