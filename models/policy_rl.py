@@ -337,7 +337,9 @@ class PolicyRL(L.LightningModule):
                     self.manual_backward(parts["loss"])
                     for k, v in parts.items():  # minibatch value of each part: weighted sum
                         w = w_turn if k == "loss_value" else w_tok
-                        step_parts[k] = step_parts.get(k, 0.0) + (1.0 if k == "loss" else w) * float(v.detach())
+                        step_parts[k] = step_parts.get(k, 0.0) + (1.0 if k == "loss" else w) * float(
+                            v.detach()
+                        )
                 if self.max_grad_norm > 0:
                     self.clip_gradients(
                         opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm"

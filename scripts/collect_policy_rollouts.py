@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> dict:
     fmt = PolicyFormat(history_window=2, max_state_chars=1200, history_state_chars=150, max_actions=20)
     col = RolloutCollector(fmt, max_new_tokens=48, max_prompt_tokens=704, constrained=not args.free)
     coll = col.collect(env, model, tok, list(range(args.tasks)), greedy=not args.sample)
-    trajs = [e.to_trajectory(args.env, args.split, "real", policy=Path(args.policy).name) for e in coll.episodes]
+    trajs = [
+        e.to_trajectory(args.env, args.split, "real", policy=Path(args.policy).name) for e in coll.episodes
+    ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     n = write_trajectories(args.out, trajs)
     metrics = coll.metrics()

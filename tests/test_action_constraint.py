@@ -27,7 +27,9 @@ def test_grammar_concrete_actions_and_template(lm):
     _, tok = lm
     eos = tok.eos_token_id
     instruction = "i need a blue speaker"
-    g = ActionGrammar(tok, instruction, ["click[buy now]", "click[blue]", "search[<query>]"], max_arg_tokens=3)
+    g = ActionGrammar(
+        tok, instruction, ["click[buy now]", "click[blue]", "search[<query>]"], max_arg_tokens=3
+    )
     buy, blue, search = _enc(tok, " click[buy now]"), _enc(tok, " click[blue]"), _enc(tok, " search[")
     assert set(g.allowed([])) == {buy[0], search[0]}
     # walking a concrete action: the tree's children, then EOS; anything off the tree allows only EOS
@@ -90,9 +92,7 @@ def test_constrained_log_probs_match_the_sampling_distribution(lm):
     resp = out.sequences[0, len(prompt) :].tolist()
     if tok.eos_token_id in resp:
         resp = resp[: resp.index(tok.eos_token_id) + 1]
-    expected = [
-        torch.log_softmax(s[0].float(), -1)[t].item() for s, t in zip(out.scores, resp, strict=False)
-    ]
+    expected = [torch.log_softmax(s[0].float(), -1)[t].item() for s, t in zip(out.scores, resp, strict=False)]
     from dreamgym.rl.rollout import Turn
 
     turn = Turn(prompt, resp, 0.0, True, True, False, 0, 0, 0, 0, g.allowed_per_step(resp))
@@ -119,5 +119,8 @@ def test_constrained_log_prob_and_entropy_by_hand():
     assert ent.item() == pytest.approx(-(p1 * math.log(p1) + p3 * math.log(p3)), abs=1e-6)
     # gradients are finite through the -inf padding of the allowed set
     z = logits.clone().requires_grad_(True)
-    (token_log_probs(z, ids, allowed).sum() + entropy_from_logits(z, torch.tensor([[False, True]]), allowed)).backward()
+    (
+        token_log_probs(z, ids, allowed).sum()
+        + entropy_from_logits(z, torch.tensor([[False, True]]), allowed)
+    ).backward()
     assert torch.isfinite(z.grad).all()

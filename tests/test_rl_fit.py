@@ -152,6 +152,9 @@ def test_micro_batches_give_the_same_update(toy_policy):
     stats_micro = micro._optimize(rollout.clone())
     for (k, a), b in zip(whole.state_dict().items(), micro.state_dict().values(), strict=True):
         assert torch.allclose(a, b, atol=1e-5), k
-    assert any(not torch.equal(a, b) for a, b in zip(whole.state_dict().values(), build(64).state_dict().values()))
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(whole.state_dict().values(), build(64).state_dict().values(), strict=True)
+    )
     for k in ("train/loss", "train/loss_policy", "train/loss_value", "train/kl_ref", "train/entropy"):
         assert stats_micro[k] == pytest.approx(stats_whole[k], rel=1e-4, abs=1e-6), k

@@ -195,7 +195,9 @@ class RolloutCollector:
             nxt = env.step(td)["next"]
             transitions += len(active)
             allowed = (
-                [g.allowed_per_step(r) for g, r in zip(grammars, responses, strict=True)] if grammars else None
+                [g.allowed_per_step(r) for g, r in zip(grammars, responses, strict=True)]
+                if grammars
+                else None
             )
             ended = self._record(nxt, active, slot_ep, slot_turns, prompts, responses, actions, allowed)
             for i in ended:
@@ -243,10 +245,17 @@ class RolloutCollector:
         return ids
 
     def _grammar(self, tokenizer, ep: Episode) -> ActionGrammar:
-        return ActionGrammar(tokenizer, ep.instruction, self.format.listed(ep.available[-1]), self.max_arg_tokens)
+        return ActionGrammar(
+            tokenizer, ep.instruction, self.format.listed(ep.available[-1]), self.max_arg_tokens
+        )
 
     def _generate(
-        self, model, tokenizer, prompts: list[list[int]], greedy: bool, grammars: list[ActionGrammar] | None = None
+        self,
+        model,
+        tokenizer,
+        prompts: list[list[int]],
+        greedy: bool,
+        grammars: list[ActionGrammar] | None = None,
     ) -> list[list[int]]:
         was_training = model.training
         model.eval()
@@ -285,7 +294,9 @@ class RolloutCollector:
             model.train()
         return out
 
-    def _record(self, nxt, active, slot_ep, slot_turns, prompts, responses, actions, allowed=None) -> list[int]:
+    def _record(
+        self, nxt, active, slot_ep, slot_turns, prompts, responses, actions, allowed=None
+    ) -> list[int]:
         """Append each active slot's step to its episode; return the slots whose episode ended."""
         reward = nxt["reward"].reshape(-1).tolist()
         done, term = nxt["done"].reshape(-1).tolist(), nxt["terminated"].reshape(-1).tolist()

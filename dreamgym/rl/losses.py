@@ -71,7 +71,9 @@ def token_log_probs(
 def _allowed_logits(z: torch.Tensor, allowed: torch.Tensor, shape) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits of the allowed tokens ((N, L-1, K), -inf on padding) and which positions are constrained."""
     if allowed.dim() != 3 or allowed.shape[:2] != shape:
-        raise ValueError(f"allowed must be (N, L, K) matching input_ids {tuple(shape)}, got {tuple(allowed.shape)}")
+        raise ValueError(
+            f"allowed must be (N, L, K) matching input_ids {tuple(shape)}, got {tuple(allowed.shape)}"
+        )
     a = allowed[:, 1:]
     za = z.gather(-1, a.clamp_min(0)).masked_fill(a < 0, float("-inf"))
     has = (a >= 0).any(-1)
