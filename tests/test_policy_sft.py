@@ -40,6 +40,34 @@ def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     assert logits.grad[0, first_target - 1 :].abs().sum() > 0
 
 
+def test_bc_loss_prompt_term_by_hand():
+    """loss = mean target CE + w * mean prompt CE; accuracy stays on target tokens only."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    ids = torch.tensor([[0, 5, 6, 7, 8, 1]])
+    target = torch.tensor([[False, False, False, False, True, True]])
+    prompt = torch.tensor([[True, True, True, True, False, False]])
+    logits = torch.randn(1, 6, 10)
+    ce = F.cross_entropy(logits[0, :-1], ids[0, 1:], reduction="none")  # ce[t-1] predicts token t
+    expected = ce[3:5].mean() + 0.5 * ce[0:3].mean()  # targets: tokens 4, 5; prompt: tokens 1..3
+    loss, acc = bc_loss(logits, ids, target, prompt, prompt_weight=0.5)
+    assert loss.item() == pytest.approx(expected.item(), abs=1e-6)
+    loss0, acc0 = bc_loss(logits, ids, target)
+    assert loss0.item() == pytest.approx(ce[3:5].mean().item(), abs=1e-6) and acc0 == acc
+
+
+def test_policy_sft_prompt_loss_trains_on_prompt_tokens(tiny_lm):
+    """With prompt_loss_weight > 0 the training loss reaches prompt positions; validation does not."""
+    module = PolicySFT(tiny_lm, max_length=64, prompt_loss_weight=0.5)
+    ex = [{"prompt": "Instruction: buy tea\nAction:", "target": " search[tea]"}]
+    train_loss, _ = module._step(ex, train=True)
+    val_loss, _ = module._step(ex)
+    assert train_loss.item() > val_loss.item()  # + 0.5 x the (positive) prompt CE
+    with pytest.raises(ValueError, match="prompt_loss_weight"):
+        PolicySFT(tiny_lm, prompt_loss_weight=-1.0)
+
+
 @pytest.mark.slow
 def test_policy_sft_fit_exports_hf_model(webshop_offline, tiny_lm, cpu_trainer_kwargs, tmp_path):
     out = tmp_path / "policy"
