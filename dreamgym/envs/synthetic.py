@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
+from dreamgym.modeling.action_constraint import ACTION_TEMPLATE
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
 from dreamgym.schema import Transition, read_trajectories
@@ -56,8 +56,6 @@ REAL_ENVS = {
     "alfworld": "dreamgym.envs.alfworld.env:ALFWorldEnv",
 }
 """Imitated env name -> class (for ``infer_available_actions`` and ``max_steps``)."""
-
-_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
 
 
 @dataclass
@@ -99,7 +97,7 @@ def is_valid_action(action: str, available: Sequence[str]) -> bool:
         c = cand.strip().lower()
         if a == c:
             return True
-        m = _TEMPLATE.match(c)
+        m = ACTION_TEMPLATE.match(c)
         if m and a.startswith(m.group(1) + "[") and a.endswith("]") and a[len(m.group(1)) + 1 : -1].strip():
             return True
     return False

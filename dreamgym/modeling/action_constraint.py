@@ -26,10 +26,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["ActionGrammar", "allowed_fn"]
+__all__ = ["ACTION_TEMPLATE", "ActionGrammar", "allowed_fn"]
 
-_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
-_END = -1  # trie key marking "a complete concrete action ends here" (EOS follows)
+ACTION_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
+"""A listed action with a free argument, e.g. ``search[<query>]`` (group 1: the action name)."""
+_END = -1  # trie key: a complete concrete action ends here (EOS follows)
+_ARG = -2  # trie key: a template argument starts here
 
 
 class ActionGrammar:
@@ -65,11 +67,10 @@ class ActionGrammar:
         self.arg_tokens: list[int] = []
         self.free = not available_actions
         for action in available_actions:
-            m = _TEMPLATE.match(action.strip())
+            m = ACTION_TEMPLATE.match(action.strip())
             if m:
                 prefix = _encode(tokenizer, f" {m.group(1)}[")
-                node = self._insert(prefix)
-                node["__arg__"] = True
+                self._insert(prefix)[_ARG] = {}
                 if not self.arg_tokens:
                     self.arg_tokens = self._arg_vocab(tokenizer, instruction)
             else:
@@ -103,14 +104,14 @@ class ActionGrammar:
             return None
         node = self.root
         for j, t in enumerate(prefix):
-            if node.get("__arg__"):
+            if _ARG in node:
                 return self._arg_allowed(prefix[j:])
             if t not in node:
                 return [self.eos]
             node = node[t]
-        if node.get("__arg__"):
+        if _ARG in node:
             return self._arg_allowed([])
-        out = [t for t in node if isinstance(t, int) and t != _END]
+        out = [t for t in node if t >= 0]
         if _END in node:
             out.append(self.eos)
         return out or [self.eos]
