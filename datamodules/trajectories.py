@@ -168,6 +168,9 @@ class TrajectoryDataModule(L.LightningDataModule):
         seed: seed for the val/test subset and the variation pairs.
         variation_pairs: add this many task-variation SFT pairs to the train set (0 = none; see
             :func:`variation_examples`; used by ``ExperienceModel.vary_task`` for the curriculum).
+        done_repeat: each episode-ending (terminated) train example appears this many times (1 = once).
+            Final steps are about one in seven examples but carry the whole outcome reward RL is trained
+            on (e.g. WebShop's purchase: does it match the goal?); repeating them weights that judgement.
     """
 
     def __init__(
@@ -190,6 +193,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
         variation_pairs: int = 0,
+        done_repeat: int = 1,
     ):
         super().__init__()
         if exclude not in EXCLUDE_MODES:
@@ -210,6 +214,11 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.max_eval_examples, self.num_workers, self.seed = max_eval_examples, num_workers, seed
         self.variation_pairs = variation_pairs
+        if done_repeat < 1:
+            raise ValueError(
+                f"TrajectoryDataModule.done_repeat={done_repeat!r}; use an integer >= 1 (1 = no repeat)"
+            )
+        self.done_repeat = done_repeat
         self.buffer: ReplayBuffer | None = None
         self.train_trajectories: list[Trajectory] = []
         self._examples: dict[str, list[dict[str, Any]]] = {}
@@ -220,9 +229,13 @@ class TrajectoryDataModule(L.LightningDataModule):
             self.buffer = ReplayBuffer(make_encoder(self.encoder_name), action_weight=self.action_weight)
             self.buffer.add(t for traj in self.train_trajectories for t in traj.transitions)
         if "train" not in self._examples and stage in (None, "fit"):
-            self._examples["train"] = make_examples(
+            train = make_examples(
                 self.train_trajectories, self.format, self.buffer, self.exclude, self.skip_invalid
-            ) + variation_examples(self.train_trajectories, self.variation_pairs, self.seed)
+            )
+            train += [ex for ex in train if ex["done"]] * (self.done_repeat - 1)
+            self._examples["train"] = train + variation_examples(
+                self.train_trajectories, self.variation_pairs, self.seed
+            )
         for split, files in (("val", self.val_files), ("test", self.test_files)):
             if split not in self._examples and files:
                 self._examples[split] = self.eval_examples(load_trajectory_files(files, split))

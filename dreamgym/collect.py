@@ -28,7 +28,7 @@ from dreamgym.envs.registry import make_env
 from dreamgym.schema import Trajectory, TrajectoryWriter, Transition
 from dreamgym.teachers.base import Teacher, get_teacher
 
-__all__ = ["collect_trajectories", "main"]
+__all__ = ["collect_trajectories", "collect_policy_trajectories", "annotate_with_teacher", "main"]
 
 
 @dataclass
@@ -193,6 +193,92 @@ def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -
                 finished[i] = True
         if any(finished):
             start(finished)
+
+
+def annotate_with_teacher(env: Any, teacher: Teacher, traj: Trajectory, task_index: int) -> None:
+    """Fill ``traj``'s reasoning by replaying its actions in ``env`` (batch size 1) with ``teacher``.
+
+    The teacher needs the env's privileged step info, which a policy's rollout does not record; a fresh
+    env of the same split replays the episode's actions on task ``task_index``.
+
+    Raises:
+        RuntimeError: if the replay does not reproduce a recorded state (the env is not deterministic).
+    """
+    from dreamgym.envs.base import as_text_list, text_stack
+
+    reset = TensorDict(
+        {"_reset": torch.ones(1, 1, dtype=torch.bool), "task_index": torch.tensor([[task_index]])},
+        batch_size=[1],
+    )
+    env.reset(reset)
+    for tr in traj.transitions:
+        step = TensorDict({"action": text_stack([tr.action], env.batch_size)}, batch_size=[1])
+        state = str(as_text_list(env.step(step)["next"]["observation"])[0])
+        if state != tr.next_state:
+            raise RuntimeError(
+                f"replaying task {task_index} step {tr.step} ({tr.action!r}) gave another state than the "
+                "recorded one; the env must be deterministic for teacher annotation (set teacher=False)"
+            )
+        tr.reasoning = teacher.explain(tr, env.step_info(0))
+
+
+def collect_policy_trajectories(
+    policy_dir: str | os.PathLike,
+    env_name: str,
+    split: str,
+    task_indices: list[int],
+    collector: Any,
+    greedy: bool = True,
+    teacher: bool = True,
+    batch_size: int = 20,
+    max_steps: int = 15,
+    out: str | os.PathLike | None = None,
+) -> tuple[list[Trajectory], dict[str, float]]:
+    """A saved policy's episodes in a REAL env as schema trajectories, and their metrics.
+
+    Args:
+        policy_dir: a saved policy (``save_pretrained`` directory).
+        env_name, split: the real env and task split.
+        task_indices: one episode per task.
+        collector: the :class:`dreamgym.rl.collector.RolloutCollector` of the RL config (same prompt
+            format and decoding constraint as training and evaluation).
+        greedy: greedy decoding (evaluation); ``False`` samples (e.g. data for the experience model).
+        teacher: write each transition's ``reasoning`` with the env's rule-based teacher (by replay).
+        batch_size: env slots.
+        max_steps: per-episode step limit.
+        out: write the trajectories here as JSONL (through a temporary file, so a crash leaves none).
+
+    Returns:
+        The trajectories, in the order of ``task_indices``, and the collection's metrics
+        (``success_rate``, ``score_mean``, ...).
+    """
+    from pathlib import Path
+
+    from dreamgym.modeling import LanguageModel
+    from dreamgym.schema import write_trajectories
+
+    if not Path(policy_dir).is_dir():
+        raise FileNotFoundError(
+            f"policy_dir {str(policy_dir)!r} is not a directory; train one with `python -m dreamgym fit "
+            "--config configs/webshop_policy_sft.yaml`"
+        )
+    model, tok = LanguageModel(path=str(policy_dir)).build()
+    env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps)
+    coll = collector.collect(env, model, tok, list(task_indices), greedy=greedy)
+    episodes = sorted(coll.episodes, key=lambda e: e.episode_id)  # finishing order -> task order
+    trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
+    if teacher:
+        replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps)
+        rationale = get_teacher(env_name)
+        for e, traj in zip(episodes, trajs, strict=True):
+            annotate_with_teacher(replay, rationale, traj, e.task_index)
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(str(out) + ".tmp")
+        tmp.unlink(missing_ok=True)
+        write_trajectories(tmp, trajs)
+        tmp.replace(out)
+    return trajs, coll.metrics()
 
 
 def main(argv: list[str] | None = None) -> None:

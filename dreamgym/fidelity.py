@@ -27,7 +27,14 @@ from typing import Any
 from dreamgym.modeling.formats import ParsedOutcome, terminated_of
 from dreamgym.schema import Trajectory
 
-__all__ = ["token_f1", "normalise_state", "FidelityMeter", "open_loop_eval", "FIDELITY_KEYS"]
+__all__ = [
+    "token_f1",
+    "normalise_state",
+    "FidelityMeter",
+    "teacher_forced_eval",
+    "open_loop_eval",
+    "FIDELITY_KEYS",
+]
 
 FIDELITY_KEYS = (
     "reward_acc",
@@ -104,6 +111,44 @@ class FidelityMeter:
         out["success_f1"] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
         out["n"] = float(self.n)
         return {k: float(out.get(k, 0.0)) for k in (*FIDELITY_KEYS, "n")}
+
+
+def teacher_forced_eval(
+    experience, trajectories: Sequence[Trajectory], done_only: bool = False, skip_invalid: bool = True
+) -> dict[str, float]:
+    """One step from every real (state, action) of ``trajectories`` through ``experience.predict``.
+
+    The same call the synthetic env makes (retrieval excluding the query's own episode), scored by
+    :class:`FidelityMeter`. With ``done_only`` only each episode's final, terminating step is asked, e.g.
+    a policy's purchases: ``success_precision`` then says how often the model calls a real failure a
+    success, which is what RL in the synthetic env rewards.
+
+    Args:
+        experience: a :class:`dreamgym.modeling.experience.ExperienceModel`.
+        trajectories: held-out real trajectories.
+        done_only: only terminating steps (``terminated``; truncated-only endings are not asked).
+        skip_invalid: skip invalid actions (the synthetic env answers them without the model).
+
+    Returns:
+        ``FIDELITY_KEYS`` and ``n`` (see :meth:`FidelityMeter.compute`).
+    """
+    from dreamgym.modeling.experience import ExperienceQuery
+
+    queries, truth = [], []
+    for traj in trajectories:
+        for t in traj.transitions:
+            done = terminated_of(t.done, t.truncated)
+            if (skip_invalid and t.invalid) or (done_only and not done):
+                continue
+            history = [x.action for x in traj.transitions[: t.step]]
+            queries.append(
+                ExperienceQuery(traj.instruction, history, t.state, t.action, exclude_id=traj.trajectory_id)
+            )
+            truth.append((t.state, t.next_state, t.reward, done))
+    meter = FidelityMeter()
+    for pred, (state, next_state, reward, done) in zip(experience.predict(queries), truth, strict=True):
+        meter.update(pred, state, next_state, reward, done)
+    return meter.compute()
 
 
 def open_loop_eval(

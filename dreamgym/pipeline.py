@@ -7,8 +7,19 @@
     2. tokenizer tokenizer/                      BPE on the train trajectories
     3. experience experience_model/              experience-model SFT      (configs/webshop_experience_sft.yaml)
     4. policy_sft policy_sft/                    behaviour-cloning warm start (configs/webshop_policy_sft.yaml)
-    5. rl        policy_rl/                      GRPO in the synthetic env (configs/webshop_grpo.yaml)
-    6. evaluate  eval.json                       greedy held-out success on REAL test tasks, warm start vs RL
+    5. onpolicy  policy_rollouts_train.jsonl     the warm start's sampled episodes on TRAIN tasks (teacher
+                 experience_model_onpolicy/      reasoning by replay), then the experience model continued
+                                                 on offline + these episodes (skipped when onpolicy_tasks=0)
+    6. fidelity  fidelity_onpolicy.json          both experience models on the warm start's final steps on
+                                                 the held-out tasks (success precision: does the model
+                                                 call a failed purchase a success?)
+    7. rl        policy_rl/                      GRPO in the synthetic env (configs/webshop_grpo.yaml)
+    8. evaluate  eval.json                       greedy held-out success on REAL test tasks, warm start vs RL
+
+Why stage 5: expert data holds almost only successful purchases, so an experience model trained on it
+alone calls nearly every purchase a success and GRPO learns to buy sooner, not better (README). The
+paper grounds the model in fresh interactions; here the warm start's own real episodes on train tasks
+(never test tasks) supply the failures. Real transitions it uses are counted in the report.
 
 Each stage is skipped when its output exists (files are written under a temporary name and renamed,
 so a crash never leaves a half output that looks done). Stages 3-5 run through the same LightningCLI
@@ -46,8 +57,12 @@ class PipelineConfig:
         policy_sft_args: extra CLI overrides for it.
         rl_config: LightningCLI config of the RL stage (GRPO in the synthetic env by default).
         rl_args: extra CLI overrides for it.
+        onpolicy_tasks: train tasks ``0..onpolicy_tasks-1`` the warm start plays (sampling) for the
+            experience model's continuation; 0 skips stage 5 (RL then uses ``experience_model``).
+        onpolicy_experience_args: extra CLI overrides of the continuation (it reuses
+            ``experience_config``; e.g. ``["--trainer.max_steps=400"]``).
         eval_tasks: held-out test-split tasks ``0..eval_tasks-1`` for the final evaluation.
-        eval_batch_size: env slots for the final evaluation.
+        eval_batch_size: env slots for the final evaluation (and the on-policy collection).
     """
 
     def __init__(
@@ -65,6 +80,8 @@ class PipelineConfig:
         policy_sft_args: list[str] | None = None,
         rl_config: str = "configs/webshop_grpo.yaml",
         rl_args: list[str] | None = None,
+        onpolicy_tasks: int = 300,
+        onpolicy_experience_args: list[str] | None = None,
         eval_tasks: int = 100,
         eval_batch_size: int = 20,
     ):
@@ -73,6 +90,10 @@ class PipelineConfig:
         self.experience_config, self.experience_args = experience_config, list(experience_args or [])
         self.policy_sft_config, self.policy_sft_args = policy_sft_config, list(policy_sft_args or [])
         self.rl_config, self.rl_args = rl_config, list(rl_args or [])
+        self.onpolicy_tasks, self.onpolicy_experience_args = (
+            onpolicy_tasks,
+            list(onpolicy_experience_args or []),
+        )
         self.eval_tasks, self.eval_batch_size = eval_tasks, eval_batch_size
 
 
@@ -125,6 +146,50 @@ def _fit(config: str, args: list[str], out: Path, export_key: str) -> Path:
     cli_main(["fit", "--config", config, *args, f"--{export_key}={tmp}"])
     if not tmp.exists():
         raise RuntimeError(f"stage with {config} finished without writing {tmp}; check its `{export_key}`")
+    tmp.rename(out)
+    return out
+
+
+def _policy_rollouts(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
+    """``policy``'s real episodes on ``split`` tasks ``0..tasks-1`` with teacher reasoning (train: sampled,
+    as in RL; test: greedy, as in the evaluation)."""
+    if out.exists():
+        return out
+    import torch
+
+    from dreamgym.collect import collect_policy_trajectories
+    from dreamgym.rl.collector import collector_from_config
+
+    torch.manual_seed(cfg.seed)
+    _, metrics = collect_policy_trajectories(
+        policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
+        greedy=split != "train", batch_size=cfg.eval_batch_size, out=out,
+    )  # fmt: skip
+    print(f"[pipeline] {policy.name} on {tasks} {split} tasks: {metrics}", flush=True)
+    return out
+
+
+def _fidelity(experience_models: dict[str, Path], episodes: Path, out: Path) -> Path:
+    """Teacher-forced fidelity of each experience model on the final steps of ``episodes``."""
+    if out.exists():
+        return out
+    from dreamgym.fidelity import teacher_forced_eval
+    from dreamgym.modeling.experience import ExperienceModel
+    from dreamgym.schema import read_trajectories
+
+    trajs = list(read_trajectories(episodes))
+    report = {
+        name: teacher_forced_eval(ExperienceModel.from_pretrained(path), trajs, done_only=True)
+        for name, path in experience_models.items()
+    }
+    for name, m in report.items():
+        print(
+            f"[pipeline] {name} on {int(m['n'])} final steps of {episodes.name}: success precision "
+            f"{m['success_precision']:.3f}, recall {m['success_recall']:.3f}",
+            flush=True,
+        )
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=2))
     tmp.rename(out)
     return out
 
@@ -185,7 +250,28 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         [f"--model.init_args.policy.init_args.tokenizer_path={tok}", *data, *cfg.policy_sft_args],
         d / "policy_sft", "model.init_args.save_dir",
     )  # fmt: skip
-    rl_paths = _rl_paths(cfg, exp, sft)
+    sim = exp
+    if cfg.onpolicy_tasks > 0:
+        rollouts = stage(
+            "onpolicy_rollouts", _policy_rollouts, cfg, sft, "train", cfg.onpolicy_tasks,
+            d / "policy_rollouts_train.jsonl",
+        )  # fmt: skip
+        sim = stage(
+            "experience_onpolicy", _fit, cfg.experience_config,
+            [f"--model.init_args.lm.init_args.path={exp}", f"--model.init_args.lm.init_args.tokenizer_path={tok}",
+             f"--data.init_args.train_files=[{train},{rollouts}]", f"--data.init_args.val_files=[{test}]",
+             *cfg.onpolicy_experience_args],
+            d / "experience_model_onpolicy", "model.init_args.export_dir",
+        )  # fmt: skip
+        held_out = stage(
+            "policy_sft_test_episodes", _policy_rollouts, cfg, sft, "test", cfg.eval_tasks,
+            d / "policy_sft_test_episodes.jsonl",
+        )  # fmt: skip
+        stage(
+            "fidelity_onpolicy", _fidelity, {"experience_model": exp, "experience_model_onpolicy": sim},
+            held_out, d / "fidelity_onpolicy.json",
+        )  # fmt: skip
+    rl_paths = _rl_paths(cfg, sim, sft)
     rl = stage(
         "rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir"
     )
@@ -196,11 +282,14 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
             evals[name] = stage(f"evaluate_{name}", evaluate_policy, cfg, policy, rl_paths)
             report_path.write_text(json.dumps(evals, indent=2))
     peak_mb = _peak_rss_mb()
+    fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
     report = {
         "stage_seconds": times,
         "total_seconds": round(sum(times.values()), 1),
         "peak_rss_mb": peak_mb,
         "eval": evals,
+        "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
+        "onpolicy_real_transitions": _count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
     (d / "pipeline_report.json").write_text(json.dumps(report, indent=2))
     _print_summary(cfg, report)
@@ -220,6 +309,12 @@ def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
     return out
 
 
+def _count_transitions(path: Path) -> int:
+    from dreamgym.schema import read_trajectories
+
+    return sum(len(t.transitions) for t in read_trajectories(path)) if path.exists() else 0
+
+
 def _peak_rss_mb() -> float:
     kb = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -237,6 +332,14 @@ def _print_summary(cfg: PipelineConfig, report: dict) -> None:
             f"  {name:11s} success {m.get('test/success_rate', float('nan')):.3f}  score {m.get('test/score_mean', float('nan')):.3f}"
             f"  steps {m.get('test/steps_mean', float('nan')):.2f}  invalid {m.get('test/invalid_rate', float('nan')):.3f}"
         )
+    for name, m in report.get("fidelity_onpolicy", {}).items():
+        print(
+            f"  {name} on the warm start's held-out final steps: success precision "
+            f"{m['success_precision']:.3f}, recall {m['success_recall']:.3f} (n={int(m['n'])})"
+        )
+    if report.get("onpolicy_real_transitions"):
+        print(f"  real train-task transitions of the warm start given to the experience model: "
+              f"{report['onpolicy_real_transitions']}")  # fmt: skip
     print(f"[pipeline] stage seconds {report['stage_seconds']}; peak RSS {report['peak_rss_mb']} MB")
 
 

@@ -59,6 +59,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
+        "--done-only",
+        action="store_true",
+        help="only the episodes' final (done) transitions, e.g. a policy's purchases: success precision "
+        "then says how often the model calls a real failure a success",
+    )
+    ap.add_argument(
         "--decoding",
         choices=["structured", "free"],
         default="structured",
@@ -83,6 +89,8 @@ def main(argv: list[str] | None = None) -> dict:
             "--data holds train-split trajectories; fidelity is measured on held-out test-split tasks only"
         )
     examples = make_examples(trajs, em.fmt, em.buffer, "trajectory")
+    if args.done_only:
+        examples = [ex for ex in examples if ex["done"]]
     rng = random.Random(args.seed)
     examples = rng.sample(examples, min(args.max_examples, len(examples)))
     metrics = _held_out_loss(em, examples, args.batch_size)

@@ -3,7 +3,7 @@
 import pytest
 from experience_toy import toy_trajectories
 
-from dreamgym.fidelity import FidelityMeter, open_loop_eval, token_f1
+from dreamgym.fidelity import FidelityMeter, open_loop_eval, teacher_forced_eval, token_f1
 from dreamgym.modeling.formats import ParsedOutcome
 
 
@@ -60,3 +60,36 @@ def test_open_loop_perfect_and_broken_models():
     assert bad["open_loop_reward_acc"] == pytest.approx(
         1 - successes / 5
     )  # final reward 0 is right only on failures
+
+
+class _Optimist(_Oracle):
+    """Right about every state, but calls every final step a success (the failure mode RL exploits)."""
+
+    def predict(self, queries):
+        out = super().predict(queries)
+        for q, o in zip(queries, out, strict=True):
+            if self.table[(q.state, q.action)].done:
+                o.reward = 1.0
+        return out
+
+
+def test_teacher_forced_eval_all_steps_and_final_steps_only():
+    trajs = toy_trajectories(10, "test", 5)
+    successes = sum(t.success for t in trajs)
+    assert 0 < successes < 10
+    good = teacher_forced_eval(_Oracle(trajs), trajs)
+    assert good["n"] == 30 and good["reward_acc"] == 1.0 and good["success_f1"] == 1.0
+    final = teacher_forced_eval(_Optimist(trajs), trajs, done_only=True)
+    assert final["n"] == 10  # one final step per episode
+    assert final["success_precision"] == pytest.approx(successes / 10) and final["success_recall"] == 1.0
+    assert final["reward_acc"] == pytest.approx(successes / 10)
+    # history given to the model: the episode's earlier actions
+    seen = []
+
+    class _Spy(_Oracle):
+        def predict(self, queries):
+            seen.extend(q.history for q in queries)
+            return super().predict(queries)
+
+    teacher_forced_eval(_Spy(trajs[:1]), trajs[:1], done_only=True)
+    assert seen == [[a.action for a in trajs[0].transitions[:2]]]

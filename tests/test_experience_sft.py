@@ -220,6 +220,17 @@ def test_variation_pairs_pair_different_tasks(toy_data):
         assert parse_variation(ex["outcome"]) == instr[ex["variant_task_id"]]
 
 
+def test_done_repeat_weights_final_steps(toy_data):
+    dm = TrajectoryDataModule([str(toy_data["train"])], k=0, done_repeat=3)
+    dm.setup("fit")
+    ex = dm.examples("train")
+    finals = [e for e in ex if e["done"]]
+    assert len(ex) == 72 + 2 * 24 and len(finals) == 3 * 24  # 24 episodes, 3 steps each, 1 final
+    assert sum(e["reward"] for e in finals) == 3 * sum(t.success for t in toy_trajectories(24))
+    with pytest.raises(ValueError, match="done_repeat=0"):
+        TrajectoryDataModule([str(toy_data["train"])], done_repeat=0)
+
+
 def test_real_webshop_examples_round_trip(webshop_offline):
     """On real WebShop trajectories: every target parses back to its transition; no own-episode neighbours."""
     from dreamgym.envs.webshop.env import WebShopEnv

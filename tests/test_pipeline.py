@@ -18,6 +18,9 @@ def _argv(out):
                                            "--model.init_args.max_new_tokens=16", "--model.init_args.decoding=free",
                                            "--data.init_args.encoder=hashing"]),
         "--policy_sft_args=" + json.dumps([*tiny_lm, "--model.init_args.policy.init_args.preset=tiny"]),
+        "--onpolicy_tasks=2",
+        "--onpolicy_experience_args=" + json.dumps([*tiny_lm, "--model.init_args.max_new_tokens=16",
+                                                    "--model.init_args.decoding=free"]),
         "--rl_args=" + json.dumps([
             *quiet, "--trainer.val_check_interval=100",
             "--model.init_args.schedule.init_args.iterations=1",
@@ -41,6 +44,10 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
         "tokenizer",
         "experience_model",
         "policy_sft",
+        "policy_rollouts_train.jsonl",
+        "experience_model_onpolicy",
+        "policy_sft_test_episodes.jsonl",
+        "fidelity_onpolicy.json",
         "policy_rl",
     ):
         assert (out / name).exists(), name
@@ -48,6 +55,10 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     for policy in ("policy_sft", "policy_rl"):
         m = report["eval"][policy]
         assert 0.0 <= m["test/success_rate"] <= 1.0 and m["test/steps_mean"] >= 1
+    fid = report["fidelity_onpolicy"]
+    assert set(fid) == {"experience_model", "experience_model_onpolicy"}
+    assert all(0.0 <= m["success_precision"] <= 1.0 for m in fid.values())
+    assert report["onpolicy_real_transitions"] >= 2
     assert report["peak_rss_mb"] > 0 and json.loads((out / "pipeline_report.json").read_text())["eval"]
     assert "held-out REAL test tasks" in capsys.readouterr().out
     # a rerun skips every stage (outputs exist)

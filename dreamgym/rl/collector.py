@@ -14,10 +14,12 @@ ordered by episode, plus per-episode records for metrics, logging and replay-buf
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from tensordict import TensorDict
@@ -29,7 +31,7 @@ from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.rollout import Turn
 from dreamgym.schema import Trajectory, Transition
 
-__all__ = ["RolloutCollector", "Collection", "Episode"]
+__all__ = ["RolloutCollector", "Collection", "Episode", "collector_from_config"]
 
 
 @dataclass
@@ -331,3 +333,27 @@ class RolloutCollector:
             turns[-1].done = True
         turns_by_ep[ep.episode_id] = turns
         finished.append(ep)
+
+
+def collector_from_config(config: str | os.PathLike) -> RolloutCollector:
+    """The :class:`RolloutCollector` of an RL config (``model.init_args.collector``), instantiated.
+
+    Scripts and pipeline stages that play a policy outside ``fit`` use it, so the prompt format and the
+    decoding constraint are written once, in the config.
+
+    Raises:
+        KeyError: if the config has no ``model.init_args.collector``.
+    """
+    import yaml
+    from jsonargparse import ArgumentParser
+
+    data = yaml.safe_load(Path(config).read_text())
+    try:
+        spec = data["model"]["init_args"]["collector"]
+    except (KeyError, TypeError):
+        raise KeyError(
+            f"{config} has no model.init_args.collector; give an RL config such as configs/webshop_grpo.yaml"
+        ) from None
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_argument("--collector", type=RolloutCollector)
+    return parser.instantiate(parser.parse_object({"collector": spec})).collector
