@@ -10,11 +10,15 @@
     5. onpolicy  policy_rollouts_train.jsonl     the warm start's sampled episodes on TRAIN tasks (teacher
                  experience_model_onpolicy/      reasoning by replay), then the experience model continued
                                                  on offline + these episodes (skipped when onpolicy_tasks=0)
-    6. fidelity  fidelity_onpolicy.json          both experience models on the warm start's final steps on
-                                                 the held-out tasks (success precision: does the model
-                                                 call a failed purchase a success?)
-    7. rl        policy_rl/                      GRPO in the synthetic env (configs/webshop_grpo.yaml)
-    8. evaluate  eval.json                       greedy held-out success on REAL test tasks, warm start vs RL
+    6. evaluate  policy_sft_test_episodes.jsonl  the warm start's greedy episodes on REAL test tasks
+                                                 0..eval_tasks-1 (the same collector as validation)
+    7. fidelity  fidelity_onpolicy.json          both experience models on those episodes' final steps
+                                                 (success precision: does the model call a failed
+                                                 purchase a success?); with stage 5 only
+    8. rl        policy_rl/                      GRPO in the synthetic env (configs/webshop_grpo.yaml)
+    9. evaluate  policy_rl_test_episodes.jsonl   the RL policy on the same tasks; eval.json: success,
+                                                 score, steps, invalid rate of both, and the paired exact
+                                                 McNemar test (dreamgym.stats) of RL vs warm start
 
 Why stage 5: expert data holds almost only successful purchases, so an experience model trained on it
 alone calls nearly every purchase a success and GRPO learns to buy sooner, not better (README). The
@@ -37,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["PipelineConfig", "parse_pipeline_config", "run_pipeline", "main", "evaluate_policy"]
+__all__ = ["PipelineConfig", "parse_pipeline_config", "run_pipeline", "main"]
 
 
 class PipelineConfig:
@@ -151,8 +155,8 @@ def _fit(config: str, args: list[str], out: Path, export_key: str) -> Path:
 
 
 def _policy_rollouts(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
-    """``policy``'s real episodes on ``split`` tasks ``0..tasks-1`` with teacher reasoning (train: sampled,
-    as in RL; test: greedy, as in the evaluation)."""
+    """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
+    reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation)."""
     if out.exists():
         return out
     import torch
@@ -163,7 +167,7 @@ def _policy_rollouts(cfg: PipelineConfig, policy: Path, split: str, tasks: int, 
     torch.manual_seed(cfg.seed)
     _, metrics = collect_policy_trajectories(
         policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
-        greedy=split != "train", batch_size=cfg.eval_batch_size, out=out,
+        greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size, out=out,
     )  # fmt: skip
     print(f"[pipeline] {policy.name} on {tasks} {split} tasks: {metrics}", flush=True)
     return out
@@ -199,27 +203,6 @@ def _fresh(out: Path) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     return tmp
-
-
-def evaluate_policy(
-    cfg: PipelineConfig, policy_dir: Path, paths: list[str] | None = None
-) -> dict[str, float]:
-    """Greedy held-out success of a saved policy on REAL test tasks ``0..eval_tasks-1`` (``test/...``).
-
-    ``paths`` points the RL config's inputs (e.g. the synthetic env's checkpoint) at this run's outputs,
-    since building the module validates them even though testing only plays the real env.
-    """
-    from dreamgym.cli import _lightning_cli
-
-    argv = [
-        "test", "--config", cfg.rl_config, *(paths or []), *cfg.rl_args,
-        f"--model.init_args.policy.init_args.path={policy_dir}",
-        f"--model.init_args.eval_env.init_args.batch_size={cfg.eval_batch_size}",
-        f"--data.init_args.eval_tasks={cfg.eval_tasks}", "--trainer.logger=false",
-    ]  # fmt: skip
-    cli = _lightning_cli(argv[1:], run=False)
-    results = cli.trainer.test(cli.model, datamodule=cli.datamodule, verbose=False)
-    return {k: float(v) for k, v in results[0].items()}
 
 
 def run_pipeline(cfg: PipelineConfig) -> dict:
@@ -263,24 +246,23 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
              *cfg.onpolicy_experience_args],
             d / "experience_model_onpolicy", "model.init_args.export_dir",
         )  # fmt: skip
-        held_out = stage(
-            "policy_sft_test_episodes", _policy_rollouts, cfg, sft, "test", cfg.eval_tasks,
-            d / "policy_sft_test_episodes.jsonl",
-        )  # fmt: skip
+    episodes = {
+        "policy_sft": d / "policy_sft_test_episodes.jsonl",
+        "policy_rl": d / "policy_rl_test_episodes.jsonl",
+    }
+    stage("evaluate_policy_sft", _policy_rollouts, cfg, sft, "test", cfg.eval_tasks, episodes["policy_sft"])
+    if cfg.onpolicy_tasks > 0:
         stage(
             "fidelity_onpolicy", _fidelity, {"experience_model": exp, "experience_model_onpolicy": sim},
-            held_out, d / "fidelity_onpolicy.json",
+            episodes["policy_sft"], d / "fidelity_onpolicy.json",
         )  # fmt: skip
     rl_paths = _rl_paths(cfg, sim, sft)
     rl = stage(
         "rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir"
     )
-    report_path = d / "eval.json"
-    evals = json.loads(report_path.read_text()) if report_path.exists() else {}
-    for name, policy in (("policy_sft", sft), ("policy_rl", rl)):
-        if name not in evals:
-            evals[name] = stage(f"evaluate_{name}", evaluate_policy, cfg, policy, rl_paths)
-            report_path.write_text(json.dumps(evals, indent=2))
+    stage("evaluate_policy_rl", _policy_rollouts, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
+    evals, comparison = _evaluation(episodes)
+    (d / "eval.json").write_text(json.dumps({**evals, "policy_rl_vs_policy_sft": comparison}, indent=2))
     peak_mb = _peak_rss_mb()
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
     report = {
@@ -288,6 +270,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "total_seconds": round(sum(times.values()), 1),
         "peak_rss_mb": peak_mb,
         "eval": evals,
+        "policy_rl_vs_policy_sft": comparison,
         "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
         "onpolicy_real_transitions": _count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
@@ -307,6 +290,25 @@ def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
         if key in sched and sched[key]["class_path"].endswith("SyntheticEnvSpec"):
             out.append(f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}")
     return out
+
+
+def _evaluation(episodes: dict[str, Path]) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """``test/...`` metrics of each policy's held-out episodes, and the paired test RL vs warm start."""
+    from dreamgym.rl.collector import trajectory_metrics
+    from dreamgym.schema import read_trajectories
+    from dreamgym.stats import mcnemar_exact
+
+    trajs = {name: list(read_trajectories(path)) for name, path in episodes.items()}
+    evals = {
+        name: {f"test/{k}": v for k, v in trajectory_metrics(t).items() if k != "reward_mean"}
+        for name, t in trajs.items()
+    }
+    rl, sft = trajs["policy_rl"], trajs["policy_sft"]
+    if [t.task_id for t in rl] != [t.task_id for t in sft]:
+        raise RuntimeError(
+            f"{episodes['policy_rl']} and {episodes['policy_sft']} hold different tasks; delete both and rerun"
+        )
+    return evals, mcnemar_exact([t.success for t in rl], [t.success for t in sft])
 
 
 def _count_transitions(path: Path) -> int:
@@ -332,6 +334,11 @@ def _print_summary(cfg: PipelineConfig, report: dict) -> None:
             f"  {name:11s} success {m.get('test/success_rate', float('nan')):.3f}  score {m.get('test/score_mean', float('nan')):.3f}"
             f"  steps {m.get('test/steps_mean', float('nan')):.2f}  invalid {m.get('test/invalid_rate', float('nan')):.3f}"
         )
+    c = report["policy_rl_vs_policy_sft"]
+    print(
+        f"  paired on the same tasks: solved only by policy_rl {int(c['only_a'])}, only by policy_sft "
+        f"{int(c['only_b'])}; exact McNemar p (policy_rl better) = {c['p_one_sided']:.3f}"
+    )
     for name, m in report.get("fidelity_onpolicy", {}).items():
         print(
             f"  {name} on the warm start's held-out final steps: success precision "

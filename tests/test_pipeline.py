@@ -49,6 +49,8 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
         "policy_sft_test_episodes.jsonl",
         "fidelity_onpolicy.json",
         "policy_rl",
+        "policy_rl_test_episodes.jsonl",
+        "eval.json",
     ):
         assert (out / name).exists(), name
     assert not list(out.glob("*.partial"))
@@ -59,6 +61,9 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     assert set(fid) == {"experience_model", "experience_model_onpolicy"}
     assert all(0.0 <= m["success_precision"] <= 1.0 for m in fid.values())
     assert report["onpolicy_real_transitions"] >= 2
+    cmp = report["policy_rl_vs_policy_sft"]
+    assert cmp["n"] == 2 and 0.0 <= cmp["p_one_sided"] <= 1.0
+    assert cmp["success_a"] == report["eval"]["policy_rl"]["test/success_rate"]
     assert report["peak_rss_mb"] > 0 and json.loads((out / "pipeline_report.json").read_text())["eval"]
     assert "held-out REAL test tasks" in capsys.readouterr().out
     # a rerun skips every stage (outputs exist)

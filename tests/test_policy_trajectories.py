@@ -6,7 +6,7 @@ import torch
 
 from dreamgym.collect import annotate_with_teacher, collect_policy_trajectories
 from dreamgym.envs import make_env
-from dreamgym.rl.collector import RolloutCollector, collector_from_config
+from dreamgym.rl.collector import RolloutCollector, collector_from_config, trajectory_metrics
 from dreamgym.teachers.base import get_teacher
 
 
@@ -39,6 +39,7 @@ def test_policy_trajectories_with_teacher_reasoning(saved_policy, tmp_path):
     assert out.exists() and not (tmp_path / "eps.jsonl.tmp").exists()
     assert len(trajs) == 2 and {t.split for t in trajs} == {"train"}
     assert 0.0 <= metrics["success_rate"] <= 1.0 and metrics["steps_mean"] >= 1
+    assert trajectory_metrics(trajs) == pytest.approx(metrics)  # the episodes on disk give the same numbers
     for t in trajs:
         assert 1 <= len(t.transitions) <= 3 and t.transitions[-1].done
         assert all(tr.reasoning for tr in t.transitions)  # the teacher explained every step

@@ -31,7 +31,14 @@ from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.rollout import Turn
 from dreamgym.schema import Trajectory, Transition
 
-__all__ = ["RolloutCollector", "Collection", "Episode", "collector_from_config"]
+__all__ = [
+    "RolloutCollector",
+    "Collection",
+    "Episode",
+    "collector_from_config",
+    "episode_metrics",
+    "trajectory_metrics",
+]
 
 
 @dataclass
@@ -88,18 +95,36 @@ class Collection:
     seconds: float
 
     def metrics(self) -> dict[str, float]:
-        """Episode-level means: reward, success, score, steps, invalid-action rate."""
-        eps = self.episodes
-        if not eps:
-            return {}
-        n_turns = max(1, sum(len(e.actions) for e in eps))
-        return {
-            "reward_mean": sum(e.reward for e in eps) / len(eps),
-            "success_rate": sum(e.success for e in eps) / len(eps),
-            "score_mean": sum(e.score for e in eps) / len(eps),
-            "steps_mean": sum(len(e.actions) for e in eps) / len(eps),
-            "invalid_rate": sum(sum(e.invalid) for e in eps) / n_turns,
-        }
+        """Episode-level means (see :func:`episode_metrics`)."""
+        return episode_metrics(
+            (e.reward, e.success, e.score, len(e.actions), sum(e.invalid)) for e in self.episodes
+        )
+
+
+def episode_metrics(episodes) -> dict[str, float]:
+    """``reward_mean``, ``success_rate``, ``score_mean``, ``steps_mean`` (per episode) and ``invalid_rate``
+    (invalid actions over all actions) of ``(reward, success, score, steps, invalid_steps)`` rows; ``{}``
+    for none. Evaluation logs them as ``val/...`` and ``test/...``."""
+    rows = list(episodes)
+    if not rows:
+        return {}
+    n = len(rows)
+    return {
+        "reward_mean": sum(r[0] for r in rows) / n,
+        "success_rate": sum(bool(r[1]) for r in rows) / n,
+        "score_mean": sum(r[2] for r in rows) / n,
+        "steps_mean": sum(r[3] for r in rows) / n,
+        "invalid_rate": sum(r[4] for r in rows) / max(1, sum(r[3] for r in rows)),
+    }
+
+
+def trajectory_metrics(trajectories: list[Trajectory]) -> dict[str, float]:
+    """:func:`episode_metrics` of recorded real episodes (e.g. a policy's evaluation episodes on disk)."""
+    return episode_metrics(
+        (sum(t.reward for t in tr.transitions), tr.success, tr.score, len(tr.transitions),
+         sum(t.invalid for t in tr.transitions))
+        for tr in trajectories
+    )  # fmt: skip
 
 
 class RolloutCollector:

@@ -1,0 +1,21 @@
+"""Exact McNemar test against hand-computed binomial tails."""
+
+import pytest
+
+from dreamgym.stats import mcnemar_exact
+
+
+def test_mcnemar_by_hand():
+    # 3 tasks only A solved, 1 only B, 2 both, 4 neither: P[X >= 3], X ~ Bin(4, 1/2) = (4 + 1) / 16
+    a = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0]
+    b = [0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
+    out = mcnemar_exact(a, b)
+    assert out["only_a"] == 3 and out["only_b"] == 1 and out["n"] == 10
+    assert out["success_a"] == 0.5 and out["success_b"] == 0.3
+    assert out["p_one_sided"] == pytest.approx(5 / 16)
+    assert out["p_two_sided"] == pytest.approx(10 / 16)
+    # the other direction: P[X >= 1] = 15/16; no discordant task: no evidence either way
+    assert mcnemar_exact(b, a)["p_one_sided"] == pytest.approx(15 / 16)
+    assert mcnemar_exact([1, 0], [1, 0])["p_one_sided"] == 1.0
+    with pytest.raises(ValueError, match="same length"):
+        mcnemar_exact([1], [1, 0])
