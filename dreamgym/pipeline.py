@@ -261,7 +261,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir"
     )
     stage("evaluate_policy_rl", _policy_rollouts, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
-    evals, comparison = _evaluation(episodes)
+    evals, comparison = _evaluation(episodes, cfg.eval_tasks)
     (d / "eval.json").write_text(json.dumps({**evals, "policy_rl_vs_policy_sft": comparison}, indent=2))
     peak_mb = _peak_rss_mb()
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
@@ -292,13 +292,26 @@ def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
     return out
 
 
-def _evaluation(episodes: dict[str, Path]) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """``test/...`` metrics of each policy's held-out episodes, and the paired test RL vs warm start."""
+def _evaluation(
+    episodes: dict[str, Path], n_tasks: int
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """``test/...`` metrics of each policy's held-out episodes, and the paired test RL vs warm start.
+
+    Raises:
+        RuntimeError: if an episode file holds another number of tasks than ``eval_tasks`` (it was made
+            by a run with other settings) or the two files pair different tasks.
+    """
     from dreamgym.rl.collector import trajectory_metrics
     from dreamgym.schema import read_trajectories
     from dreamgym.stats import mcnemar_exact
 
     trajs = {name: list(read_trajectories(path)) for name, path in episodes.items()}
+    for name, t in trajs.items():
+        if len(t) != n_tasks:
+            raise RuntimeError(
+                f"{episodes[name]} holds {len(t)} episodes but eval_tasks={n_tasks}; it was recorded with "
+                "other settings: delete it (and the other policy's) to re-evaluate"
+            )
     evals = {
         name: {f"test/{k}": v for k, v in trajectory_metrics(t).items() if k != "reward_mean"}
         for name, t in trajs.items()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dreamgym.pipeline import parse_pipeline_config, run_pipeline
+from dreamgym.pipeline import _evaluation, parse_pipeline_config, run_pipeline
 
 
 def _argv(out):
@@ -64,6 +64,10 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     cmp = report["policy_rl_vs_policy_sft"]
     assert cmp["n"] == 2 and 0.0 <= cmp["p_one_sided"] <= 1.0
     assert cmp["success_a"] == report["eval"]["policy_rl"]["test/success_rate"]
+    # episodes recorded with other settings are refused, not silently reported
+    eps = {p: out / f"{p}_test_episodes.jsonl" for p in ("policy_sft", "policy_rl")}
+    with pytest.raises(RuntimeError, match="eval_tasks=3"):
+        _evaluation(eps, 3)
     assert report["peak_rss_mb"] > 0 and json.loads((out / "pipeline_report.json").read_text())["eval"]
     assert "held-out REAL test tasks" in capsys.readouterr().out
     # a rerun skips every stage (outputs exist)
