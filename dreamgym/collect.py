@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -252,8 +253,6 @@ def collect_policy_trajectories(
         The trajectories, in the order of ``task_indices``, and the collection's metrics
         (``success_rate``, ``score_mean``, ...).
     """
-    from pathlib import Path
-
     from dreamgym.modeling import LanguageModel
     from dreamgym.schema import write_trajectories
 
