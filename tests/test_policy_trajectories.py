@@ -43,6 +43,13 @@ def test_policy_trajectories_with_teacher_reasoning(saved_policy, tmp_path):
     for t in trajs:
         assert 1 <= len(t.transitions) <= 3 and t.transitions[-1].done
         assert all(tr.reasoning for tr in t.transitions)  # the teacher explained every step
+    # waves smaller than the task list keep the task order
+    col.max_new_tokens = 4
+    waves, _ = collect_policy_trajectories(
+        saved_policy, "webshop", "train", [5, 3], col, teacher=False, batch_size=1, max_steps=1
+    )
+    assert trajs[0].task_id != trajs[1].task_id
+    assert [t.task_id for t in waves] == [t.task_id for t in reversed(trajs)]
     # annotating again reproduces the same reasoning; a tampered state is refused, not mislabelled
     env, teacher = make_env("webshop", split="train", batch_size=1, max_steps=3), get_teacher("webshop")
     first, task = trajs[0], 3  # trajectories come in task order
