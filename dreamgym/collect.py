@@ -264,14 +264,7 @@ def collect_policy_trajectories(
         )
     model, tok = LanguageModel(path=str(policy_dir)).build()
     env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps)
-    # Waves of `batch_size` tasks, like validation's batches: episodes of one wave step in lockstep, so a
-    # generate call holds similar turns (all searches, then all clicks). Refilling slots as episodes end
-    # mixes them, and every call then decodes as long as its longest search query: 2x slower, measured
-    # (100 test tasks, 20 slots: 52.6 s vs 26.6 s, same episodes).
-    tasks, episodes = list(task_indices), []
-    for i in range(0, len(tasks), batch_size):
-        wave = collector.collect(env, model, tok, tasks[i : i + batch_size], greedy=greedy).episodes
-        episodes += sorted(wave, key=lambda e: e.episode_id)  # finishing order -> task order
+    episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy).episodes  # task order
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if teacher:
         replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps)

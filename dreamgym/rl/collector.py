@@ -177,7 +177,11 @@ class RolloutCollector:
         """Run ``group_size`` episodes of each task; episodes of task ``task_indices[g]`` form group ``g``.
 
         Args:
-            env: a ``TextEnvBase`` (any batch size; slots are refilled as episodes end).
+            env: a ``TextEnvBase`` of any batch size. More episodes than slots run in waves: the next
+                ``batch_size`` episodes start when the whole wave has ended, so the episodes of one
+                generate call are at similar turns (all searches, then all clicks). Refilling slots as
+                episodes end mixed them, and every call decoded as long as its longest search query:
+                2x slower, measured (100 WebShop test tasks, 20 slots: 52.6 s vs 26.6 s, same episodes).
             model: causal LM policy.
             tokenizer: its tokenizer.
             task_indices: tasks of ``env.split`` to run.
@@ -230,8 +234,8 @@ class RolloutCollector:
             for i in ended:
                 self._finish(slot_ep[i], slot_turns.pop(i, []), turns_by_ep, finished, truncated=False)
                 slot_ep[i] = None
-            if ended and todo:
-                self._reset(env, slot_ep, ended, todo, current=nxt)
+            if todo and all(e is None for e in slot_ep):  # the wave has ended: start the next one
+                self._reset(env, slot_ep, list(range(n_slots)), todo, current=nxt)
         finished.sort(key=lambda e: e.episode_id)
         turns = [t for e in finished for t in turns_by_ep.get(e.episode_id, [])]
         return Collection(turns, finished, transitions, gen_tokens, time.perf_counter() - start)
