@@ -84,6 +84,7 @@ def collect_trajectories(
     batch_size: int = 8,
     progress: bool = False,
     env_kwargs: dict[str, Any] | None = None,
+    teacher_kwargs: dict[str, Any] | None = None,
 ) -> list[Trajectory]:
     """Run ``n_expert`` expert and ``n_random`` random episodes on ``split`` tasks; return (and append) them.
 
@@ -98,6 +99,7 @@ def collect_trajectories(
         batch_size: parallel env slots.
         progress: show a progress bar.
         env_kwargs: extra env constructor arguments.
+        teacher_kwargs: teacher constructor arguments, e.g. ``{"rationale": "verdict"}`` for WebShop.
     """
     if n_expert < 0 or n_random < 0 or n_expert + n_random == 0:
         raise ValueError(
@@ -108,7 +110,7 @@ def collect_trajectories(
     if max_steps is not None:
         kwargs["max_steps"] = max_steps
     env = make_env(env_name, **kwargs)
-    rationale: Teacher | None = get_teacher(env_name) if teacher else None
+    rationale: Teacher | None = get_teacher(env_name, **(teacher_kwargs or {})) if teacher else None
     plan = _plan(n_expert, n_random, env.num_tasks(), np.random.default_rng(seed))
     writer = TrajectoryWriter(out) if out is not None else None
     bar = None
@@ -234,6 +236,8 @@ def collect_policy_trajectories(
     batch_size: int = 20,
     max_steps: int = 15,
     out: str | os.PathLike | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    teacher_kwargs: dict[str, Any] | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
     """A saved policy's episodes in a REAL env as schema trajectories, and their metrics.
 
@@ -248,6 +252,8 @@ def collect_policy_trajectories(
         batch_size: env slots.
         max_steps: per-episode step limit.
         out: write the trajectories here as JSONL (through a temporary file, so a crash leaves none).
+        env_kwargs: extra env constructor arguments (e.g. ``{"item_facts": False}``).
+        teacher_kwargs: teacher constructor arguments (e.g. ``{"rationale": "verdict"}``).
 
     Returns:
         The trajectories, in the order of ``task_indices``, and the collection's metrics
@@ -263,12 +269,12 @@ def collect_policy_trajectories(
             "--config configs/webshop_policy_sft.yaml`"
         )
     model, tok = LanguageModel(path=str(policy_dir)).build()
-    env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps)
+    env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps, **(env_kwargs or {}))
     episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy).episodes  # task order
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if teacher:
-        replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps)
-        rationale = get_teacher(env_name)
+        replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps, **(env_kwargs or {}))
+        rationale = get_teacher(env_name, **(teacher_kwargs or {}))
         for e, traj in zip(episodes, trajs, strict=True):
             annotate_with_teacher(replay, rationale, traj, e.task_index)
     if out is not None:

@@ -1,5 +1,7 @@
 """The rule-based WebShop teacher writes short rationales faithful to the privileged info."""
 
+import re
+
 from dreamgym.collect import collect_trajectories
 from dreamgym.teachers import get_teacher
 from dreamgym.teachers.webshop import WebShopTeacher
@@ -29,10 +31,10 @@ def test_teacher_rationales_follow_the_transition():
 
 
 def test_option_and_invalid_messages():
-    teacher = WebShopTeacher()
+    teacher = WebShopTeacher(rationale="verdict")
     from dreamgym.schema import Transition
 
-    tr = Transition("t", "i", 0, "s", "click[red]", "s2", 0.0, False)
+    tr = Transition("t", "i want a blue shirt", 0, "s", "click[red]", "s2", 0.0, False)
     info = {
         "action_kind": "click",
         "valid": True,
@@ -45,9 +47,38 @@ def test_option_and_invalid_messages():
     assert teacher.explain(tr, info) == (
         "Selecting 'red' sets color to red on the same item page. The goal asks for 'blue' instead."
     )
+    assert WebShopTeacher().explain(tr, info) == (
+        "Selecting 'red' sets color to red on the same item page. The instruction does not name it."
+    )
     bad = Transition("t", "i", 0, "s", "click[zzz]", "s", 0.0, False, invalid=True)
     info = {"action_kind": "invalid", "valid": False, "reason": "'zzz' is not clickable on this page"}
     assert teacher.explain(bad, info) == (
         "The action 'click[zzz]' is invalid because 'zzz' is not clickable on this page, "
         "so the page stays the same and the reward is 0."
     )
+
+
+def test_checking_rationale_derives_the_verdict_from_checks_on_the_page():
+    """Each purchase check names where the term is on the page; the count of passing checks and the
+    verdict follow from them, and every attribute the check finds is in the prompt's state."""
+    trajs = collect_trajectories("webshop", "train", n_expert=8, n_random=8, seed=2, batch_size=4)
+    buys = [tr for t in trajs for tr in t.transitions if tr.terminated]
+    assert len(buys) >= 8
+    for tr in buys:
+        r = tr.reasoning
+        body = r.split("Checks: ", 1)[1].rsplit(" checks pass", 1)[0]
+        terms = body.split("; type:")[0].split("; ")  # the type factor is a factor, not a counted term
+        passed, total = (int(x) for x in body.rsplit(" ", 1)[1].split("/"))
+        assert total == len(terms) and passed == sum(c.endswith(" yes") for c in terms)
+        assert r.endswith("the reward is 1.") == tr.success
+        for term in re.findall(r"'([^']+)' in attributes yes", r):
+            assert term in tr.state.split("[attributes] ", 1)[1].splitlines()[0]
+    assert any(not tr.success for tr in buys) and any(tr.success for tr in buys)
+
+
+def test_verdict_rationale_is_kept_for_the_ablation():
+    trajs = collect_trajectories(
+        "webshop", "train", n_expert=3, n_random=0, seed=2, teacher_kwargs={"rationale": "verdict"}
+    )
+    buy = trajs[0].transitions[-1].reasoning
+    assert " attributes and " in buy and "Checks:" not in buy

@@ -2,8 +2,17 @@
 
 It reads :meth:`dreamgym.envs.webshop.WebShopEnv.step_info` (goal, page, which shown products fit the
 goal and why, the selected option, the reward breakdown, why an action was invalid) and writes 1-3
-plain sentences, e.g. ``"Searching 'organic herbal tea' returns 50 results; page 1 lists 10, and 2 fit
-the goal (b0z01bo0sc, b0aqcly8pg). The others miss attributes such as 'kosher'."``
+plain sentences. Two styles (``rationale``):
+
+- ``"check"`` (default): claims only what the prompt lets one check. At a purchase, every reward
+  term is checked against where it appears on the page (:func:`dreamgym.envs.webshop.checks.
+  check_purchase`) and the verdict is derived from the checks, e.g. ``"Buying b0co4iytpd ends the
+  episode. Checks: price $42.88 <= $80.00 yes; 'machine washable' in attributes yes; option 'brown'
+  selected yes; type: 'towel' shared with the goal yes. 4/4 checks pass, so the score is 1.00 and the
+  reward is 1."``; on results pages only what the page shows (the listed title that shares the most
+  words with the instruction, how many listed prices are within the cap).
+- ``"verdict"``: the older style that states hidden verdicts (``"it matches 2/2 attributes"``, which
+  listed products "fit the goal"), kept for the ablation.
 """
 
 from __future__ import annotations
@@ -11,10 +20,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from dreamgym.envs.webshop.checks import check_purchase, named_in, page_facts, price_cap, stems
 from dreamgym.schema import Transition
 from dreamgym.teachers.base import Teacher
 
-__all__ = ["WebShopTeacher"]
+__all__ = ["WebShopTeacher", "RATIONALES"]
+
+RATIONALES = ("check", "verdict")
 
 
 def _q(items: list[str], n: int = 3) -> str:
@@ -22,7 +34,16 @@ def _q(items: list[str], n: int = 3) -> str:
 
 
 class WebShopTeacher(Teacher):
-    """Explains WebShop transitions (see module docstring)."""
+    """Explains WebShop transitions (see module docstring).
+
+    Args:
+        rationale: ``"check"`` (checks the prompt shows, verdict derived) or ``"verdict"`` (older style).
+    """
+
+    def __init__(self, rationale: str = "check"):
+        if rationale not in RATIONALES:
+            raise ValueError(f"WebShopTeacher: rationale={rationale!r} is not one of {RATIONALES}")
+        self.rationale = rationale
 
     def explain(self, transition: Transition, info: dict[str, Any]) -> str:
         text = self._explain(transition, info or {})
@@ -40,12 +61,12 @@ class WebShopTeacher(Teacher):
             )
         if info["action_kind"] == "search":
             return f"Searching '{info['keywords']}' returns {info['num_results']} results. " + self._results(
-                info
+                info, t
             )
         target = info.get("target", "")
         prev, page = info.get("prev_page"), info.get("page")
         if info.get("bought"):
-            return self._bought(info, t)
+            return self._checked_purchase(info, t) if self.rationale == "check" else self._bought(info, t)
         if target == "back to search":
             return (
                 "Back to search returns to the empty search page; the previous search and options are reset."
@@ -54,17 +75,17 @@ class WebShopTeacher(Teacher):
             how = "Going back from the item page" if prev == "item" else f"Clicking '{target}'"
             note = " and the selected options are cleared" if prev == "item" else ""
             return f"{how} shows results page {info['page_num']} of the same search{note}. " + self._results(
-                info
+                info, t
             )
         if info.get("selected"):
             name, value = info["selected"]
-            return self._option(info, name, value)
+            return self._option(info, name, value, t)
         if page == "item" and prev in ("description", "features", "reviews", "attributes"):
             return (
                 "Clicking '< prev' returns from the sub-page to the item page; the selected options are kept."
             )
         if page == "item":
-            return self._opened(info)
+            return self._checked_item(info, t) if self.rationale == "check" else self._opened(info)
         if page in ("description", "features", "reviews", "attributes"):
             what = {
                 "description": "its description",
@@ -75,11 +96,12 @@ class WebShopTeacher(Teacher):
             return f"Clicking '{page}' shows {what}; the selected options are kept."
         return f"Clicking '{target}' leads to the {page} page."
 
-    @staticmethod
-    def _results(info: dict[str, Any]) -> str:
+    def _results(self, info: dict[str, Any], t: Transition) -> str:
         shown = info.get("shown") or []
         if not shown:
             return "This page lists no products."
+        if self.rationale == "check":
+            return self._checked_results(t)
         fit = [s["asin"].lower() for s in shown if s["matches_goal"]]
         head = f"Page {info['page_num']} lists {len(shown)}"
         if fit:
@@ -110,11 +132,13 @@ class WebShopTeacher(Teacher):
             return s + " It is not the kind of product the goal asks for."
         return s + (f" It lacks {_q(gaps)}." if gaps else " Its price is above the goal's limit.")
 
-    @staticmethod
-    def _option(info: dict[str, Any], name: str, value: str) -> str:
+    def _option(self, info: dict[str, Any], name: str, value: str, t: Transition) -> str:
+        s = f"Selecting '{value}' sets {name} to {value} on the same item page."
+        if self.rationale == "check":
+            named = named_in(value, t.instruction)
+            return s + (" The instruction names it." if named else " The instruction does not name it.")
         goal_opts = info["goal"]["options"]
         vals = list(goal_opts.values()) if isinstance(goal_opts, dict) else list(goal_opts)
-        s = f"Selecting '{value}' sets {name} to {value} on the same item page."
         if value in vals:
             return s + " It is one of the goal's options."
         if vals:
@@ -139,3 +163,96 @@ class WebShopTeacher(Teacher):
             return s + " and the reward is 1."
         missed = r.get("attrs_missed", []) + r.get("options_missed", [])
         return s + (f" and the reward is 0 (missing {_q(missed)})." if missed else " and the reward is 0.")
+
+    # ------------------------------------------------------------------ checking rationale
+    @staticmethod
+    def _checked_results(t: Transition) -> str:
+        """What the results page shows: the best title match with the instruction and prices under the cap."""
+        goal = stems(t.instruction)
+        cap = price_cap(t.instruction)
+        products = [ln.split(" | ") for ln in t.next_state.splitlines() if ln.startswith("[product] ")]
+        products = [p for p in products if len(p) >= 3]
+        if not products:
+            return "This page lists no products."
+        shared = [sorted(stems(p[1]) & goal) for p in products]
+        best = max(range(len(products)), key=lambda i: len(shared[i]))
+        s = f"The page lists {len(products)} products."
+        if shared[best]:
+            s += (
+                f" The title sharing the most words with the goal is {products[best][0][len('[product] ') :]}"
+                f" ({_q(shared[best], 4)})."
+            )
+        else:
+            s += " No listed title shares a word with the goal."
+        if cap is not None:
+            under = sum(1 for p in products if _lowest(p[2]) is not None and _lowest(p[2]) <= cap)
+            s += f" {under} of {len(products)} are listed from at most ${cap:.2f}."
+        return s
+
+    @staticmethod
+    def _checked_item(info: dict[str, Any], t: Transition) -> str:
+        """The opened item page against the goal's terms, from what the page shows."""
+        goal = info.get("goal") or {}
+        c = check_purchase(t.instruction, t.next_state, goal.get("attributes", []), goal.get("options", []))
+        opts = info.get("product_options") or {}
+        s = f"Opening {str(info.get('asin', '')).lower()} shows its item page"
+        s += f" with options for {_q(list(opts), 3)}." if opts else " with no options."
+        if c.price is not None:
+            within = "within" if c.price_ok else "above"
+            s += f" Its price ${c.price:.2f} is {within} the limit." if c.cap is not None else ""
+        found = [a.term for a in c.attributes if a.ok]
+        missing = [a.term for a in c.attributes if not a.ok]
+        if found:
+            s += f" On the page: {_q(found, 5)}."
+        if missing:
+            s += f" Not on the page: {_q(missing, 5)}."
+        return s
+
+    @staticmethod
+    def _checked_purchase(info: dict[str, Any], t: Transition) -> str:
+        """Each reward term checked against the page, and the verdict derived from the checks."""
+        goal = info.get("goal") or {}
+        r = info.get("reward_info") or {}
+        c = check_purchase(t.instruction, t.state, goal.get("attributes", []), goal.get("options", []))
+        checks = []
+        price_ok = r.get("price_ok", c.price_ok)
+        price = f"${c.price:.2f}" if c.price is not None else "the price"
+        cap = f"${c.cap:.2f}" if c.cap is not None else "no limit"
+        checks.append(f"price {price} {'<=' if price_ok else '>'} {cap} {'yes' if price_ok else 'no'}")
+        matched_a = set(r.get("attrs_matched", [a.term for a in c.attributes if a.ok]))
+        for a in c.attributes:
+            where = a.where or "the product details"
+            ok = a.term in matched_a
+            checks.append(f"'{a.term}' in {where} yes" if ok else f"'{a.term}' not on the page no")
+        matched_o = set(r.get("options_matched", [o.term for o in c.options if o.ok]))
+        for o in c.options:
+            checks.append(f"option '{o.term}' {'selected yes' if o.term in matched_o else 'not selected no'}")
+        n_ok = sum(x.endswith(" yes") for x in checks)
+        r_type = float(r.get("r_type", c.r_type))
+        f = page_facts(t.state)
+        shared = sorted(stems(f"{f.title} {f.category}") & stems(t.instruction))
+        asin = str(info.get("asin", "")).lower()
+        s = f"Buying {asin} ends the episode. Checks: " + "; ".join(checks)
+        if r_type >= 1.0:
+            s += (
+                f"; type: {_q(shared, 2)} shared with the goal yes."
+                if shared
+                else "; type: the goal's kind yes."
+            )
+        else:
+            s += f"; type: not the goal's kind of product no (type factor {r_type:g})."
+        score = float(r.get("score", t.score))
+        s += f" {n_ok}/{len(checks)} checks pass"
+        s += (
+            f", so the score is {score:.2f}"
+            if r_type >= 1.0
+            else f", times {r_type:g}: the score is {score:.2f}"
+        )
+        return s + (" and the reward is 1." if t.success else " and the reward is 0.")
+
+
+def _lowest(price_tag: str) -> float | None:
+    try:
+        return float(price_tag.strip().lstrip("$").split(" to ")[0])
+    except ValueError:
+        return None

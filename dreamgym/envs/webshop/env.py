@@ -67,6 +67,9 @@ class WebShopEnv(TextEnvBase):
             weight for synthetic goals, as upstream).
         show_attrs: show the Attributes button/sub-page on item pages (upstream ``show_attrs``).
         num_products: keep only the first N product rows of the data file.
+        item_facts: abstract item pages show the price paid and the product's attribute list, what the
+            purchase reward checks (:func:`.pages.item_fact_lines`); ``False`` gives the older item page
+            (listed price only), kept for the observability ablation.
     """
 
     env_name = "webshop"
@@ -82,6 +85,7 @@ class WebShopEnv(TextEnvBase):
         seed: int | None = 0,
         show_attrs: bool = False,
         num_products: int | None = None,
+        item_facts: bool = True,
     ):
         if observation_mode not in OBSERVATION_MODES:
             raise ValueError(
@@ -97,6 +101,7 @@ class WebShopEnv(TextEnvBase):
         self.human_goals = human_goals
         self.observation_mode = observation_mode
         self.show_attrs = show_attrs
+        self.item_facts = item_facts
         super().__init__(batch_size=batch_size, max_steps=max_steps, split=split, seed=seed)
         n = self.batch_size[0]
         self._pages: list[PageState] = [PageState() for _ in range(n)]
@@ -129,7 +134,7 @@ class WebShopEnv(TextEnvBase):
         if self.observation_mode == "text":
             obs = render_text(page, self.catalog, self._goal[slot].instruction_text, self.show_attrs)
         else:
-            obs = render_abstract(page, self.catalog, self.show_attrs)
+            obs = render_abstract(page, self.catalog, self.show_attrs, self.item_facts)
         return obs, available_actions(page, self.catalog, self.show_attrs)
 
     def _start(self, slot: int, split: str, task_index: int) -> TextObs:

@@ -10,8 +10,10 @@ One element per line, ``[kind] text``; the first line names the page::
                             [button] < prev          (page > 1 only)  [button] back to search
                             [button] next >          (always)         [button] < prev
                             [product] b09gkfnqwt | <title> | <price>  [title] <title>
-                            ... (up to 10 products)                   [price] $24.49 to $39.99
+                            ... (up to 10 products)                   [price] $27.10 (listed as $24.49 to $39.99)
                                                                       [rating] N.A.
+                                                                      [category] pet supplies › cats
+                                                                      [attributes] low dust ; clumping
     sub-page (description | features | reviews | attributes)          [option color] black ; purple (selected)
     [page] description | b09gkfnqwt                                   [option size] 6.5 ; 7
     [button] back to search                                           [button] description
@@ -24,6 +26,10 @@ One element per line, ``[kind] text``; the first line names the page::
     [text] thank you for shopping with us!
     [purchased] b09gkfnqwt | options: color: blue ; size: large     ("options: none" if none)
     [score] 0.6667
+
+The item page shows what decides the purchase reward (:func:`item_fact_lines`): the price the
+reward compares with the cap (upstream hides it behind the listed range), the category breadcrumb and
+the product's attribute list. ``facts=False`` renders the older item page with only the listed price.
 
 ASINs are lower-cased (as clicked). Option values of one group are separated by `` ; `` (values may
 contain `` | ``: upstream turns ``/`` into `` | ``); the selected one carries `` (selected)``.
@@ -62,6 +68,7 @@ __all__ = [
     "available_actions",
     "apply_action",
     "render_abstract",
+    "item_fact_lines",
     "render_text",
     "infer_available_actions",
     "SEARCH_ACTION",
@@ -198,7 +205,25 @@ def apply_action(
 
 
 # ------------------------------------------------------------------------------------------ rendering
-def _abstract_lines(page: PageState, catalog: Catalog, show_attrs: bool) -> list[str]:
+def item_fact_lines(product: Product) -> list[str]:
+    """The item page's reward-relevant facts: the price paid, the category and the attribute list.
+
+    ``[price] $27.10 (listed as $24.49 to $39.99)`` shows the hidden price the reward compares with the
+    cap (the listed range alone cannot decide a cap inside it); ``[category] a › b`` the breadcrumb the
+    reward's type factor compares; ``[attributes] a ; b`` the attributes the reward matches goal
+    attributes against (no line for ``DUMMY_ATTR``). The price line comes first (it replaces the listed
+    price); the others follow the rating.
+    """
+    price = f"${product.price:.2f}"
+    if len(product.prices) > 1:
+        price += f" (listed as {product.price_tag})"
+    lines = [f"[price] {price}"]
+    lines += [f"[category] {product.product_category}"] if product.product_category else []
+    attrs = [a for a in product.attributes if a != "DUMMY_ATTR"]
+    return lines + ([f"[attributes] {' ; '.join(attrs)}"] if attrs else [])
+
+
+def _abstract_lines(page: PageState, catalog: Catalog, show_attrs: bool, facts: bool) -> list[str]:
     if page.kind == "search":
         return ["[page] search", "[search box]"]
     if page.kind == "done":
@@ -223,7 +248,10 @@ def _abstract_lines(page: PageState, catalog: Catalog, show_attrs: bool) -> list
     p = catalog.products[page.asin]
     lines = [f"[page] {page.kind} | {p.asin.lower()}", "[button] back to search", "[button] < prev"]
     if page.kind == "item":
-        lines += [f"[title] {p.title}", f"[price] {p.price_tag}", "[rating] N.A."]
+        lines.append(f"[title] {p.title}")
+        lines += item_fact_lines(p)[:1] if facts else [f"[price] {p.price_tag}"]
+        lines.append("[rating] N.A.")
+        lines += item_fact_lines(p)[1:] if facts else []
         for name, vals in p.options.items():
             shown = [v + (SELECTED if page.options.get(name) == v else "") for v in vals]
             lines.append(f"[option {name}] " + " ; ".join(shown))
@@ -242,9 +270,10 @@ def _abstract_lines(page: PageState, catalog: Catalog, show_attrs: bool) -> list
     return lines
 
 
-def render_abstract(page: PageState, catalog: Catalog, show_attrs: bool = False) -> str:
-    """The abstract textual state of ``page`` (module docstring)."""
-    return "\n".join(_abstract_lines(page, catalog, show_attrs))
+def render_abstract(page: PageState, catalog: Catalog, show_attrs: bool = False, facts: bool = True) -> str:
+    """The abstract textual state of ``page`` (module docstring); ``facts=False``: the item page without
+    :func:`item_fact_lines` (only the listed price; the state before the observability change)."""
+    return "\n".join(_abstract_lines(page, catalog, show_attrs, facts))
 
 
 def _tojson(options: dict[str, str]) -> str:
