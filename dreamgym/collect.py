@@ -202,27 +202,29 @@ def annotate_with_teacher(env: Any, teacher: Teacher, traj: Trajectory, task_ind
     """Fill ``traj``'s reasoning by replaying its actions in ``env`` (batch size 1) with ``teacher``.
 
     The teacher needs the env's privileged step info, which a policy's rollout does not record; a fresh
-    env of the same split replays the episode's actions on task ``task_index``.
+    env of the same split replays the episode's actions on task ``task_index``
+    (:func:`dreamgym.envs.base.replay_actions`).
 
     Raises:
         RuntimeError: if the replay does not reproduce a recorded state (the env is not deterministic).
     """
-    from dreamgym.envs.base import as_text_list, text_stack
+    from dreamgym.envs.base import replay_actions
 
-    reset = TensorDict(
-        {"_reset": torch.ones(1, 1, dtype=torch.bool), "task_index": torch.tensor([[task_index]])},
-        batch_size=[1],
-    )
-    env.reset(reset)
-    for tr in traj.transitions:
-        step = TensorDict({"action": text_stack([tr.action], env.batch_size)}, batch_size=[1])
-        state = str(as_text_list(env.step(step)["next"]["observation"])[0])
-        if state != tr.next_state:
+    def annotate(i: int, env: Any) -> None:
+        tr = traj.transitions[i]
+        if env.current(0).observation != tr.next_state:
             raise RuntimeError(
                 f"replaying task {task_index} step {tr.step} ({tr.action!r}) gave another state than the "
                 "recorded one; the env must be deterministic for teacher annotation (set teacher=False)"
             )
         tr.reasoning = teacher.explain(tr, env.step_info(0))
+
+    replay = replay_actions(env, task_index, [tr.action for tr in traj.transitions], on_step=annotate)
+    if replay.steps != len(traj.transitions):
+        raise RuntimeError(
+            f"replaying task {task_index} ended after {replay.steps} of {len(traj.transitions)} recorded "
+            "steps; the env must be deterministic for teacher annotation (set teacher=False)"
+        )
 
 
 def collect_policy_trajectories(

@@ -31,6 +31,8 @@ __all__ = [
     "token_f1",
     "normalise_state",
     "FidelityMeter",
+    "same_reward",
+    "success_precision_recall",
     "teacher_forced_eval",
     "open_loop_eval",
     "FIDELITY_KEYS",
@@ -68,8 +70,20 @@ def token_f1(pred: str, ref: str) -> float:
     return 2 * prec * rec / (prec + rec)
 
 
-def _same(a: float, b: float) -> bool:
+def same_reward(a: float, b: float) -> bool:
+    """Two rewards are equal (to 1e-6): how ``reward_acc`` compares them."""
     return abs(float(a) - float(b)) < 1e-6
+
+
+def success_precision_recall(tp: int, fp: int, fn: int) -> tuple[float, float]:
+    """Precision and recall of the success class from true/false positives and false negatives.
+
+    Undefined cases: precision with no predicted success is 1.0 if no real success was missed either,
+    else 0.0; recall with no real success is 1.0.
+    """
+    prec = tp / (tp + fp) if tp + fp else float(fn == 0)
+    rec = tp / (tp + fn) if tp + fn else 1.0
+    return prec, rec
 
 
 class FidelityMeter:
@@ -93,7 +107,7 @@ class FidelityMeter:
         self.fp += int(pred_success and not real_success)
         self.fn += int(real_success and not pred_success)
         real = normalise_state(next_state)
-        self.sums["reward_acc"] += ok and _same(pred.reward, reward)
+        self.sums["reward_acc"] += ok and same_reward(pred.reward, reward)
         self.sums["done_acc"] += ok and pred.done == bool(done)
         self.sums["state_exact"] += ok and normalise_state(pred.next_state) == real
         self.sums["state_token_f1"] += token_f1(pred.next_state, real) if ok else 0.0
@@ -105,8 +119,7 @@ class FidelityMeter:
         """The metrics (``FIDELITY_KEYS`` plus ``n``); precision/recall are 1.0 when undefined and no error."""
         n = max(self.n, 1)
         out = {k: self.sums[k] / n for k in FIDELITY_KEYS if k in self.sums or self.n == 0}
-        prec = self.tp / (self.tp + self.fp) if self.tp + self.fp else float(self.fn == 0)
-        rec = self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+        prec, rec = success_precision_recall(self.tp, self.fp, self.fn)
         out["success_precision"], out["success_recall"] = prec, rec
         out["success_f1"] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
         out["n"] = float(self.n)
@@ -210,7 +223,9 @@ def open_loop_eval(
     n = max(len(runs), 1)
     last = [r["steps"][-1] for r in runs]
     return {
-        "open_loop_reward_acc": sum(_same(r["reward"], t.reward) for r, t in zip(runs, last, strict=True))
+        "open_loop_reward_acc": sum(
+            same_reward(r["reward"], t.reward) for r, t in zip(runs, last, strict=True)
+        )
         / n,
         "open_loop_done_acc": sum(
             r["done"] == terminated_of(t.done, t.truncated) for r, t in zip(runs, last, strict=True)

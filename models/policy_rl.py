@@ -18,6 +18,10 @@ PPO and GRPO differ only in the estimator and the critic. The reference policy a
 synthetic env holds the frozen experience model) are kept out of the module tree (``object.__setattr__``
 / plain containers), so they are neither trained, nor in the optimizer, nor wrapped by DDP/DeepSpeed.
 Validation/test run the policy greedily on a fixed set of held-out real tasks (``val/...``, ``test/...``).
+With an ``audit`` (:class:`~dreamgym.rl.audit.RewardAudit`), synthetic iterations replay a sample of
+their episodes in the real env after the update and log ``sim/audit_*`` (the experience model's reward
+error on the policy's own episodes) and ``data/audit_transitions``; those real steps are neither
+trained on nor counted in the schedule's budget.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from lightning.pytorch.cli import OptimizerCallable
 from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.modeling.factory import LanguageModel
 from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
+from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
 from dreamgym.rl.critic import Critic
 from dreamgym.rl.env_specs import EnvSpec
@@ -63,6 +68,7 @@ class PolicyRL(L.LightningModule):
         eval_env: the real env on the held-out split used by validation/test.
         collector: rollout collector (prompt format, generation length, temperature).
         curriculum: reward-variance task selection for synthetic-env batches (``None``: uniform tasks).
+        audit: live reward audit of synthetic iterations in the real env (``None``: off).
         optimizer: optimizer factory, called once with param groups; its ``lr`` is the policy's.
         critic_lr: critic learning rate (its own param group).
         tasks_per_batch: tasks per RL iteration (per device).
@@ -92,6 +98,7 @@ class PolicyRL(L.LightningModule):
         eval_env: EnvSpec | None = None,
         collector: RolloutCollector | None = None,
         curriculum: RewardVarianceCurriculum | None = None,
+        audit: RewardAudit | None = None,
         optimizer: OptimizerCallable = torch.optim.AdamW,
         critic_lr: float = 1e-4,
         tasks_per_batch: int = 4,
@@ -136,7 +143,7 @@ class PolicyRL(L.LightningModule):
             critic.bind(self.model)
         ref = copy.deepcopy(self.model).eval().requires_grad_(False) if kl_coef > 0 else None
         object.__setattr__(self, "ref_model", ref)  # frozen, outside the module tree and the optimizer
-        self.schedule, self.eval_env, self.curriculum = schedule, eval_env, curriculum
+        self.schedule, self.eval_env, self.curriculum, self.audit = schedule, eval_env, curriculum, audit
         self.collector = collector or RolloutCollector()
         self.optimizer_factory = optimizer
         self.critic_lr = critic_lr
@@ -212,6 +219,8 @@ class PolicyRL(L.LightningModule):
                 "perf/iteration_s": time.perf_counter() - t0,
             }
         )
+        if self.audit is not None and not phase.is_real:  # after the update: not in train throughput
+            metrics.update(self.audit(phase.env, coll.episodes))
         self.log(
             "train/loss", metrics.pop("train/loss"), prog_bar=True, on_step=True, on_epoch=False, batch_size=1
         )
@@ -387,6 +396,8 @@ class PolicyRL(L.LightningModule):
         state: dict[str, Any] = {"schedule": self.schedule.state_dict()}
         if self.curriculum is not None:
             state["curriculum"] = self.curriculum.state_dict()
+        if self.audit is not None:
+            state["audit"] = self.audit.state_dict()
         state["replay_buffers"] = {
             name: buf.state_dict()
             for name, env in self.schedule._envs.items()
@@ -401,6 +412,8 @@ class PolicyRL(L.LightningModule):
         self.schedule.load_state_dict(state["schedule"])
         if self.curriculum is not None and "curriculum" in state:
             self.curriculum.load_state_dict(state["curriculum"])
+        if self.audit is not None and "audit" in state:
+            self.audit.load_state_dict(state["audit"])
         for name, buf_state in state.get("replay_buffers", {}).items():
             buf = _written_buffer(self.schedule.env(name))
             if buf is not None:

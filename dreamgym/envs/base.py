@@ -23,7 +23,11 @@ Spec tree (``B`` = ``batch_size``)::
 Reset picks tasks reproducibly: put ``task_index`` (B, 1) int64 in the reset tensordict (``-1`` means
 sample), or call :meth:`TextEnvBase.queue_tasks` before ``reset``. Subclasses implement the per-slot
 hooks ``_num_tasks``, ``_start``, ``_act`` (or the batch hooks ``_start_slots`` / ``_act_slots`` for a
-batched backend) and return :class:`TextObs` / :class:`TextStep`.
+batched backend) and return :class:`TextObs` / :class:`TextStep`; envs whose tasks have stable ids
+implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task by id.
+
+:func:`replay_actions` plays a recorded action sequence again on one task (teacher annotation of a
+policy's episodes, the reward audit of RL in the synthetic env).
 """
 
 from __future__ import annotations
@@ -36,7 +40,16 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
-__all__ = ["TEXT_KEYS", "TextObs", "TextStep", "TextEnvBase", "text_stack", "as_text_list"]
+__all__ = [
+    "TEXT_KEYS",
+    "TextObs",
+    "TextStep",
+    "TextEnvBase",
+    "Replay",
+    "replay_actions",
+    "text_stack",
+    "as_text_list",
+]
 
 TEXT_KEYS = ("instruction", "observation", "available_actions", "task_id", "reasoning")
 FLAG_KEYS = ("success", "invalid", "sim_error")
@@ -111,6 +124,7 @@ class TextEnvBase(EnvBase):
         self._obs: list[TextObs | None] = [None] * n
         self._steps = np.zeros(n, dtype=np.int64)
         self._step_infos: dict[int, dict] = {}  # slot -> TextStep.info of its last step
+        self._task_index: dict[str, dict[str, int]] = {}  # split -> task id -> task index
         self._make_specs()
 
     # ------------------------------------------------------------------ specs
@@ -149,6 +163,10 @@ class TextEnvBase(EnvBase):
         """Apply ``action`` in ``slot``. Must not raise on a bad action: flag it invalid instead."""
         raise NotImplementedError
 
+    def _task_ids(self, split: str) -> list[str] | None:
+        """The task ids of ``split`` in task-index order; ``None``: this env has no stable task ids."""
+        return None
+
     def _start_slots(self, slots: list[int], task_indices: list[int]) -> list[TextObs]:
         return [self._start(s, self.split, t) for s, t in zip(slots, task_indices, strict=True)]
 
@@ -169,6 +187,18 @@ class TextEnvBase(EnvBase):
     def num_tasks(self, split: str | None = None) -> int:
         """How many tasks ``split`` (default: this env's split) holds."""
         return self._num_tasks(split or self.split)
+
+    def task_index_of(self, task_id: str, split: str | None = None) -> int | None:
+        """The index of the task with id ``task_id`` in ``split`` (default: this env's split).
+
+        ``None`` if ``split`` has no such task (e.g. a curriculum variation, whose id is new) or the env
+        has no stable task ids.
+        """
+        split = split or self.split
+        if split not in self._task_index:
+            ids = self._task_ids(split) or []
+            self._task_index[split] = {t: i for i, t in reversed(list(enumerate(ids)))}  # first wins
+        return self._task_index[split].get(task_id)
 
     def queue_tasks(self, task_indices: list[int]) -> None:
         """Use these task indices (in order) for the next slots that reset."""
@@ -292,3 +322,55 @@ class TextEnvBase(EnvBase):
         if self._obs[slot] is None:
             raise RuntimeError(f"{type(self).__name__}: slot {slot} has not been reset yet; call env.reset()")
         return self._obs[slot]
+
+
+@dataclass
+class Replay:
+    """What replaying an action sequence on one task gave (see :func:`replay_actions`)."""
+
+    states: list[str]  # the state after each step taken
+    rewards: list[float]  # the reward of each step taken
+    success: bool  # the last step taken ended the episode in success
+    score: float  # the env score of the last step taken
+    terminated: bool  # the env ended the episode (not by the step limit)
+
+    @property
+    def reward(self) -> float:
+        """The episode reward (sum over the steps taken)."""
+        return float(sum(self.rewards))
+
+    @property
+    def steps(self) -> int:
+        """Env steps taken."""
+        return len(self.rewards)
+
+
+def replay_actions(env: TextEnvBase, task_index: int, actions: list[str], on_step=None) -> Replay:
+    """Reset ``env`` (batch size 1) on task ``task_index`` of its split and apply ``actions`` in order.
+
+    The replay stops early when the env ends the episode (terminated, or truncated at ``max_steps``);
+    the remaining actions are not applied. ``on_step(i, env)`` is called after the ``i``-th step, while
+    ``env.step_info(0)`` still describes it. Only deterministic envs reproduce a recorded episode.
+
+    Raises:
+        ValueError: if ``env`` has more than one slot.
+    """
+    if env.batch_size[0] != 1:
+        raise ValueError(f"replay_actions needs an env of batch size 1, got {list(env.batch_size)}")
+    reset = TensorDict(
+        {"_reset": torch.ones(1, 1, dtype=torch.bool), "task_index": torch.tensor([[int(task_index)]])},
+        batch_size=[1],
+    )
+    env.reset(reset)
+    out = Replay([], [], success=False, score=0.0, terminated=False)
+    for i, action in enumerate(actions):
+        nxt = env.step(TensorDict({"action": text_stack([action], env.batch_size)}, batch_size=[1]))["next"]
+        out.states.append(str(as_text_list(nxt["observation"])[0]))
+        out.rewards.append(float(nxt["reward"].item()))
+        out.success, out.score = bool(nxt["success"].item()), float(nxt["score"].item())
+        out.terminated = bool(nxt["terminated"].item())
+        if on_step is not None:
+            on_step(i, env)
+        if nxt["done"].item():
+            break
+    return out

@@ -189,6 +189,15 @@ class SyntheticEnv(TextEnvBase):
             )
         return cls(em, pool, real_env, batch_size, max_steps, seed, write_back)
 
+    def make_real_env(self, **kwargs) -> TextEnvBase:
+        """A new instance of the imitated real env on the split of the task pool ("train"), with one
+        slot and this env's ``max_steps``; ``kwargs`` go to its constructor (e.g. WebShop's ``data_dir``).
+
+        Pool tasks taken from real trajectories keep their real task ids, so
+        ``make_real_env().task_index_of(task.task_id)`` finds them; curriculum variations are not found.
+        """
+        return self._real_cls(batch_size=[1], split="train", max_steps=self.max_steps, **kwargs)
+
     def add_tasks(self, tasks: Sequence[SyntheticTask]) -> None:
         """Add (curriculum) tasks to the pool; they can be sampled by the next resets."""
         self.tasks.extend(tasks)

@@ -95,6 +95,9 @@ class ALFWorldEnv(TextEnvBase):
     def _num_tasks(self, split: str) -> int:
         return len(self.games.games(split))
 
+    def _task_ids(self, split: str) -> list[str]:
+        return [rec.task_id for rec in self.games.games(split)]
+
     def _start(self, slot: int, split: str, task_index: int) -> TextObs:
         rec = self.games.games(split)[task_index]
         path = self.games.game_file(rec)

@@ -112,6 +112,9 @@ class WebShopEnv(TextEnvBase):
     def _num_tasks(self, split: str) -> int:
         return len(self.goals[split])
 
+    def _task_ids(self, split: str) -> list[str]:
+        return [g.goal_id for g in self.goals[split]]
+
     def _next_task(self, requested: int) -> int:
         # Upstream samples goals by weight when none is given (all 1 for human goals).
         if requested >= 0 or self._queued or self.human_goals:

@@ -1,0 +1,159 @@
+"""The live reward audit: synthetic episodes replayed in the real env catch a wrong reward, a faithful
+one scores 1, tasks that are not real are skipped, and a fit logs it without training on it."""
+
+import lightning as L
+import pytest
+import torch
+
+from datamodules.rollouts import RolloutDataModule
+from dreamgym.envs.base import replay_actions
+from dreamgym.envs.registry import make_env
+from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, tasks_from_trajectories
+from dreamgym.modeling.formats import ParsedOutcome
+from dreamgym.rl.audit import RewardAudit, audit_episodes
+from dreamgym.rl.collector import Episode, RolloutCollector
+from dreamgym.rl.env_specs import EnvSpec
+from dreamgym.rl.schedules import SyntheticSchedule
+from dreamgym.schema import read_trajectories
+from models.policy_rl import PolicyRL
+
+DONE_PAGE = "[page] done\n[text] thank you for shopping with us!\n[score] 1.0000"
+
+
+class _Buffer:
+    """Write-back target: records what the synthetic env adds."""
+
+    def __init__(self):
+        self.transitions = []
+
+    def add(self, transitions):
+        self.transitions += transitions
+
+
+class AlwaysSuccess:
+    """An experience model whose every answer is a successful purchase (the reward is wrong)."""
+
+    def __init__(self):
+        self.buffer = _Buffer()
+
+    def predict(self, queries):
+        return [ParsedOutcome(True, DONE_PAGE, reward=1.0, done=True, score=1.0) for _ in queries]
+
+
+def _episodes(trajs, lie: bool = False) -> list[Episode]:
+    """Episodes of recorded real trajectories; ``lie``: the synthetic env called every one a success."""
+    out = []
+    for i, t in enumerate(trajs):
+        rewards = [s.reward for s in t.transitions]
+        if lie:
+            rewards[-1] = 1.0
+        out.append(
+            Episode(i, i, i, t.task_id, t.instruction, actions=[s.action for s in t.transitions],
+                    rewards=rewards, success=lie or t.success)
+        )  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def trajs(webshop_offline):
+    out = list(read_trajectories(webshop_offline))
+    assert any(t.success for t in out) and not all(t.success for t in out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def real():
+    return make_env("webshop", split="train", batch_size=1, max_steps=15)
+
+
+def test_replay_reproduces_recorded_episodes(real, trajs):
+    for t in trajs[:6]:
+        r = replay_actions(real, real.task_index_of(t.task_id), [s.action for s in t.transitions])
+        assert r.states == [s.next_state for s in t.transitions]
+        assert r.success == t.success and r.steps == len(t.transitions)
+
+
+def test_audit_catches_a_wrong_reward_and_passes_a_faithful_one(real, trajs):
+    faithful, steps = audit_episodes(real, _episodes(trajs))
+    assert faithful["sim/audit_success_precision"] == 1.0 and faithful["sim/audit_reward_acc"] == 1.0
+    assert faithful["sim/audit_success_recall"] == 1.0 and faithful["sim/audit_episodes"] == len(trajs)
+    assert steps == sum(len(t.transitions) for t in trajs)
+    lying, _ = audit_episodes(real, _episodes(trajs, lie=True))
+    share = sum(t.success for t in trajs) / len(trajs)
+    assert share < 1.0 and lying["sim/audit_success_precision"] == pytest.approx(share)
+    assert lying["sim/audit_success_recall"] == 1.0 and lying["sim/audit_reward_acc"] == pytest.approx(share)
+
+
+def test_tasks_that_are_not_real_are_skipped(real, trajs):
+    variation = _episodes(trajs[:3], lie=True)
+    for e in variation:
+        e.task_id += "-var7"  # a curriculum variation: a new instruction, no real task
+    assert audit_episodes(real, variation) == ({}, 0)
+    syn = SyntheticEnv(
+        AlwaysSuccess(), [SyntheticTask(e.task_id, e.instruction, "s0", []) for e in variation]
+    )
+    audit = RewardAudit(every=1, episodes=2)
+    assert audit(syn, variation) == {} and audit.transitions == 0
+    assert audit(real, _episodes(trajs)) == {}  # a real env has no real counterpart to replay in
+    mixed = audit(syn, variation + _episodes(trajs[:1]))  # the real task is audited, the others not
+    assert mixed["sim/audit_episodes"] == 1 and audit.transitions == len(trajs[0].transitions)
+    every2 = RewardAudit(every=2, episodes=8)
+    assert every2(syn, _episodes(trajs[:2])) and every2(syn, _episodes(trajs[:2])) == {}
+
+
+def test_real_envs_find_tasks_by_id(real):
+    goal = real.goals["train"][5]
+    assert real.task_index_of(goal.goal_id) == 5 and real.task_index_of(goal.goal_id + "-var0") is None
+    alf = make_env("alfworld", split="train", batch_size=1)
+    rec = alf.games.games("train")[3]
+    assert alf.task_index_of(rec.task_id) == 3
+    assert SyntheticEnv().task_index_of("synthetic-default-0") is None  # no stable ids: never replayed
+
+
+def test_audit_state_round_trips(real, trajs):
+    syn = SyntheticEnv(AlwaysSuccess(), [SyntheticTask("t", "i", "s0", [])])
+    audit, eps = RewardAudit(every=2, episodes=2, seed=3), _episodes(trajs)
+    audit(syn, eps)
+    again = RewardAudit(every=2, episodes=2, seed=0)
+    again.load_state_dict(audit.state_dict())
+    assert again.iterations == 1 and again.transitions == audit.transitions > 0
+    assert again(syn, eps) == audit(syn, eps) == {}  # iteration 2 of every 2: not due
+    a, b = again(syn, eps), audit(syn, eps)
+    assert a.pop("perf/audit_s") >= 0 and b.pop("perf/audit_s") >= 0 and a == b  # the same sample
+
+
+class _SyntheticSpec(EnvSpec):
+    """A synthetic env with a stub experience model over the real train tasks of the offline data."""
+
+    is_real = False
+
+    def __init__(self, tasks):
+        super().__init__("synthetic", batch_size=4, max_steps=3)
+        self.tasks = tasks
+
+    def build(self):
+        return SyntheticEnv(AlwaysSuccess(), self.tasks, "webshop", [4], max_steps=3, write_back=True)
+
+
+def test_fit_logs_the_audit_and_never_trains_on_it(tiny_lm, webshop_offline, tmp_path):
+    schedule = SyntheticSchedule(_SyntheticSpec(tasks_from_trajectories([webshop_offline])), iterations=2)
+    module = PolicyRL(
+        policy=tiny_lm, schedule=schedule, audit=RewardAudit(every=1, episodes=3),
+        optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2, minibatches=1,
+        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True, max_arg_tokens=4),
+    )  # fmt: skip
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_steps=-1, default_root_dir=str(tmp_path), logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(module, RolloutDataModule(eval_tasks=1))
+    m = trainer.callback_metrics
+    # every synthetic episode is a "success" at its first step (a search); none is one in the real env
+    assert float(m["sim/audit_success_precision"]) == 0.0 and float(m["sim/audit_reward_acc"]) == 0.0
+    assert float(m["sim/audit_success_recall"]) == 1.0 and float(m["sim/audit_episodes"]) == 3
+    assert float(m["data/audit_transitions"]) == module.audit.transitions >= 6  # 2 audits x 3 episodes
+    assert schedule.real_transitions == 0 and float(m["data/real_transitions"]) == 0
+    env = schedule.env("synthetic")
+    written = env.experience.buffer.transitions
+    assert len(written) == env.model_calls <= schedule.synthetic_transitions  # synthetic steps only
+    assert all(t.source == "synthetic" for t in written)
