@@ -1,9 +1,17 @@
-"""Scripted agents for offline data: per-env oracle experts and a random policy, behind one interface.
+"""Scripted agents for offline data: oracle experts, a random policy and imperfect WebShop policies.
 
 ``Agent.act(obs, info) -> str``: ``obs`` is TextObs-like (``instruction``, ``observation``,
 ``available_actions``), ``info`` the env's privileged step info (``env.step_info(slot)``; experts read
-the hidden goal from it). ``Agent.reset(seed)`` starts a new episode. Experts are built per env with
-:func:`make_expert` from a registry that other envs join with :func:`register_expert`.
+the hidden goal from it). ``Agent.reset(seed)`` starts a new episode.
+
+Policies by name (the ``policy`` of collected trajectories, see :func:`make_agent`):
+
+- ``expert``: the env's oracle (:func:`make_expert`, registered per env with :func:`register_expert`);
+- ``random``: :class:`RandomAgent`, any env;
+- ``non_oracle`` (WebShop): :class:`VisibleTextAgent`, a heuristic that reads only the visible text;
+- ``near_miss`` (WebShop): :class:`NearMissAgent`, the oracle committing one deliberate mistake.
+
+Other envs add policies with :func:`register_agent`.
 """
 
 from __future__ import annotations
@@ -18,7 +26,20 @@ from rapidfuzz import fuzz
 
 from dreamgym._imports import resolve
 
-__all__ = ["Agent", "RandomAgent", "WebShopExpert", "register_expert", "make_expert", "expert_names"]
+__all__ = [
+    "Agent",
+    "RandomAgent",
+    "WebShopExpert",
+    "VisibleTextAgent",
+    "NearMissAgent",
+    "NEAR_MISS_MODES",
+    "register_expert",
+    "make_expert",
+    "expert_names",
+    "register_agent",
+    "make_agent",
+    "agent_names",
+]
 
 
 class Agent(ABC):
@@ -157,6 +178,278 @@ class WebShopExpert(Agent):
         return "click[back to search]"
 
 
+_PRICE_CAP = re.compile(r"price lower than ([\d.]+) dollars")
+_STOP = frozenset(
+    "a an and are as at be but by can do for from find get help i i'm im in is it looking me my need of on "
+    "or please some that the this to want which with would you".split()
+)
+
+
+def _content_words(text: str) -> set[str]:
+    """Lower-cased alphanumeric words of ``text`` without common instruction filler words."""
+    return set(re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())) - _STOP
+
+
+def _price_cap(instruction: str) -> float | None:
+    """The ``price lower than X dollars`` cap of an instruction, ``None`` if it has none."""
+    m = _PRICE_CAP.search(instruction.lower())
+    return float(m.group(1).rstrip(".")) if m else None
+
+
+def _names_value(text: str, value: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as whole words (``large`` is not in ``x-large``, ``8`` not in ``8.5``)."""
+    return re.search(rf"(?<![\w'\-.]){re.escape(value)}(?![\w'\-]|\.\d)", text) is not None
+
+
+def _parse_product(line: str) -> tuple[str, str, list[float]]:
+    """``[product] asin | title | $p1 to $p2`` -> ``(asin, title, [p1, p2])`` (titles may contain ``|``)."""
+    parts = line[len("[product] ") :].split(" | ")
+    prices = [float(p.rstrip(".")) for p in re.findall(r"\$([\d.]+)", parts[-1])]
+    return parts[0].strip(), " | ".join(parts[1:-1]), prices
+
+
+def _parse_options(lines: list[str]) -> list[tuple[list[str], str | None]]:
+    """Item-page option groups in page order: ``(values, selected value or None)`` each."""
+    groups = []
+    for line in lines:
+        if not (line.startswith("[option ") and "] " in line):
+            continue
+        values, selected = [], None
+        for v in line.split("] ", 1)[1].split(" ; "):
+            v = v.strip()
+            if v.endswith(" (selected)"):
+                v = v[: -len(" (selected)")]
+                selected = v
+            values.append(v)
+        groups.append((values, selected))
+    return groups
+
+
+class VisibleTextAgent(Agent):
+    """A WebShop heuristic that acts from the visible abstract state only (it never reads ``info``).
+
+    It searches the instruction without its price clause; on a results page it opens the listed product
+    whose title shares the most content words with the instruction (ties: the first listed), ranking
+    products whose lowest listed price is within the instruction's ``price lower than X dollars`` cap
+    first when it states one; on the item page it clicks, per option group, the longest value that the
+    instruction names as whole words (unless already selected), then buys. Sub-pages are left with
+    ``< prev``. Needs ``observation_mode="abstract"`` (see :mod:`dreamgym.envs.webshop.pages`).
+
+    Args:
+        second_prob: chance per episode of opening the second-best product instead of the best.
+        next_page_prob: chance per episode of paging once to ``next >`` before choosing.
+        seed: seed of the episode's choices.
+    """
+
+    def __init__(self, second_prob: float = 0.2, next_page_prob: float = 0.1, seed: int | None = None):
+        self.second_prob = second_prob
+        self.next_page_prob = next_page_prob
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.take_second = self.rng.random() < self.second_prob
+        self.paged = self.rng.random() >= self.next_page_prob  # True: no paging
+
+    def act(self, obs: Any, info: Any = None) -> str:
+        lines = [line.strip() for line in str(obs.observation).splitlines()]
+        kind = lines[0].split(" | ")[0].removeprefix("[page] ") if lines else ""
+        actions = list(obs.available_actions)
+        if kind == "search":
+            return f"search[{_PRICE_CLAUSE.sub('', obs.instruction.lower()).strip(' .')}]"
+        if kind == "results":
+            return self._results(obs.instruction, lines, actions)
+        if kind == "item":
+            return self._item(obs.instruction.lower(), lines)
+        if "click[< prev]" in actions:  # a sub-page
+            return "click[< prev]"
+        return "click[back to search]"
+
+    def _results(self, instruction: str, lines: list[str], actions: list[str]) -> str:
+        """Page once if drawn, else open the best (or, if drawn, second-best) listed product."""
+        products = [_parse_product(line) for line in lines if line.startswith("[product] ")]
+        if not self.paged and "click[next >]" in actions:
+            self.paged = True
+            return "click[next >]"
+        if not products:
+            return "click[< prev]" if "click[< prev]" in actions else "click[back to search]"
+        words, cap = _content_words(_PRICE_CLAUSE.sub("", instruction.lower())), _price_cap(instruction)
+        scored = [
+            (cap is None or (bool(prices) and min(prices) <= cap), len(words & _content_words(title)), -i)
+            for i, (_, title, prices) in enumerate(products)
+        ]
+        ranked = sorted(range(len(products)), key=lambda i: scored[i], reverse=True)
+        pick = ranked[1] if self.take_second and len(ranked) > 1 else ranked[0]
+        return f"click[{products[pick][0]}]"
+
+    @staticmethod
+    def _item(instruction: str, lines: list[str]) -> str:
+        """Click the first named option value that is not selected yet; buy when none is left."""
+        for values, selected in _parse_options(lines):
+            named = [v for v in values if _names_value(instruction, v)]
+            if named:
+                want = max(named, key=len)
+                if want != selected:
+                    return f"click[{want}]"
+        return "click[buy now]"
+
+
+NEAR_MISS_MODES = ("wrong_option", "over_price", "too_early", "look_alike")
+"""The mistakes of :class:`NearMissAgent` (``wrong_option`` / ``too_early`` on the target's item page,
+``over_price`` / ``look_alike`` by opening another listed product)."""
+
+
+class NearMissAgent(WebShopExpert):
+    """The WebShop oracle, committing one deliberate mistake per episode so that its purchase fails.
+
+    Modes (one drawn per episode from ``modes``; :attr:`mode` is the one being committed):
+
+    - ``wrong_option``: buys the target with one goal option replaced by another value of its group that
+      does not fuzzy-match the goal's (probability 0.75 when one exists), else with that group unselected;
+    - ``too_early``: buys the target before selecting any option;
+    - ``over_price``: buys a listed product of the goal's type (``type_ok``) priced above the cap;
+    - ``look_alike``: buys a listed non-target product of the goal's type that misses a goal attribute
+      (preferred) or option value, preferring ones within the price cap; goal options are selected.
+
+    Among equally ranked listed products the choice is random.
+
+    ``over_price`` and ``look_alike`` look at up to ``max_pages`` results pages. A mode that is impossible
+    in the episode (the goal has no options, no such product is listed) falls back to the other modes of
+    ``modes``, then to the remaining :data:`NEAR_MISS_MODES`, in a seeded order; if none is possible the
+    agent buys like the expert (``mode == "expert"``, a success).
+
+    Args:
+        modes: the modes to draw from (e.g. ``("over_price",)`` to force one).
+        max_pages: results pages searched for an ``over_price`` / ``look_alike`` product.
+        subpage_prob, detour_prob: as :class:`WebShopExpert` (lower defaults leave steps for the mistake).
+        seed: seed of the episode's choices.
+
+    Raises:
+        ValueError: if ``modes`` is empty or names an unknown mode.
+    """
+
+    def __init__(
+        self,
+        modes: tuple[str, ...] = NEAR_MISS_MODES,
+        max_pages: int = 2,
+        subpage_prob: float = 0.15,
+        detour_prob: float = 0.1,
+        seed: int | None = None,
+    ):
+        unknown = [m for m in modes if m not in NEAR_MISS_MODES]
+        if not modes or unknown:
+            raise ValueError(f"modes must be a non-empty subset of {NEAR_MISS_MODES}; got {modes!r}")
+        self.modes = tuple(modes)
+        self.max_pages = max_pages
+        super().__init__(subpage_prob=subpage_prob, detour_prob=detour_prob, seed=seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        rest = [m for m in NEAR_MISS_MODES if m not in self.modes]
+        self.pending = self.rng.sample(self.modes, len(self.modes)) + self.rng.sample(rest, len(rest))
+        self.mode = self.pending.pop(0)
+        self.pick: str | None = None  # the listed product chosen by over_price / look_alike
+        self.want: dict[str, str] | None = None  # wrong_option: the options to select on the target
+        self.checked_goal = False
+
+    def _next_mode(self) -> None:
+        """The current mode is impossible in this episode: switch to the next pending one."""
+        self.mode = self.pending.pop(0) if self.pending else "expert"
+        self.pick, self.want = None, None
+
+    def _drop_option_modes(self) -> None:
+        """Without goal options, ``wrong_option`` and ``too_early`` would buy a correct product."""
+        self.pending = [m for m in self.pending if m not in ("wrong_option", "too_early")]
+        if self.mode in ("wrong_option", "too_early"):
+            self._next_mode()
+
+    def act(self, obs: Any, info: dict[str, Any]) -> str:
+        goal = info["goal"]
+        if not self.checked_goal:
+            self.checked_goal = True
+            if not goal["options"]:
+                self._drop_option_modes()
+        page = info["page"]
+        while page == "results" and self.mode in ("over_price", "look_alike"):
+            action = self._results(info)
+            if action is not None:
+                return action
+        if page == "item":
+            return self._item(obs, info)
+        return super().act(obs, info)
+
+    def _candidates(self, shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Listed products that commit the current results-page mistake, best first."""
+        others = [s for s in shown if s["type_ok"] and not s["is_target"]]
+        if self.mode == "over_price":
+            return [s for s in others if not s["price_ok"]]
+        misses = [s for s in others if s["attrs_missed"] or s["options_missing"]]
+        return sorted(misses, key=self._rank)
+
+    def _rank(self, shown: dict[str, Any]) -> tuple[bool, ...]:
+        """Sort key of candidates (lower is better). ``look_alike``: a missed attribute first (a missing
+        option value may still fuzzy-match the goal's), then within the price cap; ``over_price``: all equal.
+        """
+        if self.mode == "over_price":
+            return ()
+        return not shown["attrs_missed"], not shown["price_ok"]
+
+    def _results(self, info: dict[str, Any]) -> str | None:
+        """Open a mistaken product, or page on to find one; ``None`` after switching to another mode."""
+        cands = self._candidates(info.get("shown", []))
+        if cands:
+            best = [c for c in cands if self._rank(c) == self._rank(cands[0])]
+            self.pick = self.rng.choice(best)["asin"].lower()
+            return f"click[{self.pick}]"
+        if info["page_num"] < self.max_pages and info["num_results"] > info["page_num"] * len(info["shown"]):
+            return "click[next >]"
+        self._next_mode()
+        return None
+
+    def _item(self, obs: Any, info: dict[str, Any]) -> str:
+        """On the item page: commit the mode's mistake, or go back to the results for another mode."""
+        asin = (info.get("asin") or "").lower()
+        if self.mode in ("over_price", "look_alike"):
+            if asin != self.pick:
+                return "click[< prev]"
+            return self._buy(info, self._wanted_options(info["goal"], info.get("product_options") or {}))
+        if asin != info["goal"]["asin"].lower() or self.mode == "expert":
+            return super().act(obs, info)
+        if self.mode == "too_early":
+            return "click[buy now]"
+        if self.want is None:
+            self.want = self._wrong_options(info["goal"], info.get("product_options") or {})
+            if self.want is None:
+                self._next_mode()
+                return self._item(obs, info)
+        return self._buy(info, self.want)
+
+    @staticmethod
+    def _buy(info: dict[str, Any], want: dict[str, str]) -> str:
+        """Select ``want`` (option name -> value) one click at a time, then buy."""
+        for name, v in want.items():
+            if info["options"].get(name) != v:
+                return f"click[{v}]"
+        return "click[buy now]"
+
+    def _wrong_options(
+        self, goal: dict[str, Any], product_options: dict[str, list[str]]
+    ) -> dict[str, str] | None:
+        """The goal's options with one group wrong (another value or unselected); ``None`` if none match."""
+        from dreamgym.envs.webshop.reward import option_matches
+
+        want = self._wanted_options(goal, product_options)
+        if not want:
+            return None
+        name = self.rng.choice(sorted(want))
+        others = [v for v in product_options[name] if not option_matches([v], goal["options"])[0]]
+        if others and self.rng.random() < 0.75:
+            want[name] = self.rng.choice(others)
+        else:
+            del want[name]
+        return want
+
+
 _EXPERTS: dict[str, str | Callable[..., Agent]] = {}
 
 
@@ -187,3 +480,64 @@ def _webshop_expert(env: Any = None, **kwargs: Any) -> Agent:
 
 register_expert("webshop", _webshop_expert)
 register_expert("alfworld", "dreamgym.envs.alfworld.expert:make_alfworld_expert")
+
+
+_AGENTS: dict[tuple[str | None, str], str | Callable[..., Agent]] = {}
+
+
+def register_agent(env_name: str | None, policy_name: str, factory: str | Callable[..., Agent]) -> None:
+    """Register policy ``policy_name`` for ``env_name`` (``None``: every env).
+
+    ``factory`` is a callable ``(env, **kwargs) -> Agent`` or a ``"module:attr"`` string. The name
+    ``expert`` is reserved: experts join with :func:`register_expert`.
+    """
+    if policy_name == "expert":
+        raise ValueError("register experts with register_expert(env_name, factory)")
+    _AGENTS[(env_name, policy_name)] = factory
+
+
+def agent_names(env_name: str) -> list[str]:
+    """The policy names :func:`make_agent` knows for ``env_name``."""
+    names = {p for (e, p) in _AGENTS if e in (None, env_name)}
+    return sorted(names | ({"expert"} if env_name in _EXPERTS else set()))
+
+
+def make_agent(
+    policy_name: str, env_name: str, env: Any = None, seed: int | None = None, **kwargs: Any
+) -> Agent:
+    """A fresh ``policy_name`` agent for ``env_name``, reset with ``seed``.
+
+    ``expert`` is the env's expert (:func:`make_expert`); other names come from :func:`register_agent`,
+    env-specific ones before those registered for every env.
+
+    Raises:
+        KeyError: naming the policy, the env and the policies it has.
+    """
+    if policy_name == "expert":
+        agent = make_expert(env_name, env, **kwargs)
+    else:
+        factory = _AGENTS.get((env_name, policy_name), _AGENTS.get((None, policy_name)))
+        if factory is None:
+            raise KeyError(
+                f"no policy {policy_name!r} for env {env_name!r}; its policies: {agent_names(env_name)}"
+            )
+        agent = resolve(factory)(env, **kwargs)
+    agent.reset(seed)
+    return agent
+
+
+def _random_agent(env: Any = None, **kwargs: Any) -> Agent:
+    return RandomAgent(**kwargs)
+
+
+def _visible_text_agent(env: Any = None, **kwargs: Any) -> Agent:
+    return VisibleTextAgent(**kwargs)
+
+
+def _near_miss_agent(env: Any = None, **kwargs: Any) -> Agent:
+    return NearMissAgent(**kwargs)
+
+
+register_agent(None, "random", _random_agent)
+register_agent("webshop", "non_oracle", _visible_text_agent)
+register_agent("webshop", "near_miss", _near_miss_agent)

@@ -1,4 +1,7 @@
-"""Collect real trajectories (expert + random) from any registered env that has an expert.
+"""Collect real trajectories from any registered env: expert, random and other named policies.
+
+Each episode is played by one policy of :func:`dreamgym.agents.make_agent` (``expert``, ``random``,
+and for WebShop ``non_oracle`` and ``near_miss``); its name is the trajectory's ``policy``.
 
 The agents run in the batched TorchRL env (``env.reset`` / ``env.step`` with partial resets and
 steps); every step becomes a :class:`dreamgym.schema.Transition` with its available actions, the
@@ -8,7 +11,7 @@ episode is appended to ``out`` as one JSONL line (:class:`dreamgym.schema.Trajec
 CLI::
 
     python -m dreamgym collect --env webshop --split train --n-expert 200 --n-random 100 \\
-        --out data/webshop_train.jsonl
+        --n-non-oracle 200 --n-near-miss 200 --out data/webshop_train.jsonl
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from dreamgym.agents import Agent, RandomAgent, make_expert
+from dreamgym.agents import Agent, agent_names, make_agent
 from dreamgym.envs.registry import make_env
 from dreamgym.schema import Trajectory, TrajectoryWriter, Transition
 from dreamgym.teachers.base import Teacher, get_teacher
@@ -41,18 +44,30 @@ class _Episode:
     transitions: list[Transition] = field(default_factory=list)
 
 
-def _plan(n_expert: int, n_random: int, n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
-    policies = ["expert"] * n_expert + ["random"] * n_random
+def _plan(counts: dict[str, int], n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
+    """``(policy, task index)`` per episode: policies shuffled, tasks drawn without replacement, cycling."""
+    policies = [p for p, k in counts.items() for _ in range(k)]
     rng.shuffle(policies)
     n = len(policies)
     tasks = np.concatenate([rng.permutation(n_tasks) for _ in range(n // max(n_tasks, 1) + 1)])[:n]
     return list(zip(policies, (int(t) for t in tasks), strict=False))
 
 
-def _agent(policy: str, env_name: str, env: Any, seed: int) -> Agent:
-    agent = make_expert(env_name, env) if policy == "expert" else RandomAgent()
-    agent.reset(seed)
-    return agent
+def _counts(env_name: str, n_expert: int, n_random: int, mix: dict[str, int] | None) -> dict[str, int]:
+    """Episodes per policy: ``n_expert`` + ``n_random`` plus ``mix`` (added per name).
+
+    Raises:
+        ValueError: on a negative count, a zero total or a policy ``env_name`` does not have.
+    """
+    counts = {"expert": n_expert, "random": n_random}
+    for policy, k in (mix or {}).items():
+        counts[policy] = counts.get(policy, 0) + k
+    if any(k < 0 for k in counts.values()) or sum(counts.values()) == 0:
+        raise ValueError(f"need episode counts >= 0 with a positive sum; got {counts}")
+    unknown = [p for p, k in counts.items() if k and p not in agent_names(env_name)]
+    if unknown:
+        raise ValueError(f"no policies {unknown} for env {env_name!r}; its policies: {agent_names(env_name)}")
+    return counts
 
 
 def _finish(ep: _Episode, env_name: str, split: str, seed: int) -> Trajectory:
@@ -85,13 +100,14 @@ def collect_trajectories(
     progress: bool = False,
     env_kwargs: dict[str, Any] | None = None,
     teacher_kwargs: dict[str, Any] | None = None,
+    mix: dict[str, int] | None = None,
 ) -> list[Trajectory]:
-    """Run ``n_expert`` expert and ``n_random`` random episodes on ``split`` tasks; return (and append) them.
+    """Run ``n_expert`` expert, ``n_random`` random and ``mix`` episodes on ``split``; return (and append) them.
 
     Args:
-        env_name: a registered env with an expert (:func:`dreamgym.agents.make_expert`).
+        env_name: a registered env (with an expert if ``n_expert`` > 0).
         split: task split ("train", "val", "test").
-        n_expert, n_random: number of episodes per policy (tasks drawn without replacement, cycling).
+        n_expert, n_random: number of expert / random episodes (tasks drawn without replacement, cycling).
         out: JSONL path to append trajectories to (``None``: only return them).
         seed: seeds the task order, the policy order and every agent's choices.
         teacher: fill ``reasoning`` with the env's rule-based teacher.
@@ -100,18 +116,20 @@ def collect_trajectories(
         progress: show a progress bar.
         env_kwargs: extra env constructor arguments.
         teacher_kwargs: teacher constructor arguments, e.g. ``{"rationale": "verdict"}`` for WebShop.
+        mix: more episodes per policy name of :func:`dreamgym.agents.make_agent`, added to ``n_expert``
+            / ``n_random``, e.g. ``{"non_oracle": 800, "near_miss": 800}``.
+
+    Raises:
+        ValueError: on a negative count, a zero total or a policy the env does not have.
     """
-    if n_expert < 0 or n_random < 0 or n_expert + n_random == 0:
-        raise ValueError(
-            f"need n_expert >= 0 and n_random >= 0 with a positive sum; got {n_expert}, {n_random}"
-        )
+    counts = _counts(env_name, n_expert, n_random, mix)
     kwargs = dict(env_kwargs or {})
     kwargs.update(batch_size=[batch_size], split=split, seed=seed)
     if max_steps is not None:
         kwargs["max_steps"] = max_steps
     env = make_env(env_name, **kwargs)
     rationale: Teacher | None = get_teacher(env_name, **(teacher_kwargs or {})) if teacher else None
-    plan = _plan(n_expert, n_random, env.num_tasks(), np.random.default_rng(seed))
+    plan = _plan(counts, env.num_tasks(), np.random.default_rng(seed))
     writer = TrajectoryWriter(out) if out is not None else None
     bar = None
     if progress:
@@ -141,7 +159,8 @@ def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -
         for i in range(n):
             if mask[i] and nxt < len(plan):
                 policy, task = plan[nxt]
-                slots[i] = _Episode(nxt, policy, task, _agent(policy, env_name, env, seed * 100003 + nxt))
+                agent = make_agent(policy, env_name, env, seed=seed * 100003 + nxt)
+                slots[i] = _Episode(nxt, policy, task, agent)
                 idx[i, 0] = task
                 nxt += 1
             elif mask[i]:
@@ -291,12 +310,14 @@ def collect_policy_trajectories(
 def main(argv: list[str] | None = None) -> None:
     """``python -m dreamgym collect ...`` (see module docstring)."""
     ap = argparse.ArgumentParser(
-        prog="python -m dreamgym collect", description="Collect real expert/random trajectories."
+        prog="python -m dreamgym collect", description="Collect real trajectories of scripted policies."
     )
     ap.add_argument("--env", default="webshop", help="registered env name")
     ap.add_argument("--split", default="train", choices=["train", "val", "test"])
     ap.add_argument("--n-expert", type=int, default=200, help="expert episodes")
     ap.add_argument("--n-random", type=int, default=100, help="random-policy episodes")
+    ap.add_argument("--n-non-oracle", type=int, default=0, help="visible-text heuristic episodes (WebShop)")
+    ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss oracle episodes (WebShop)")
     ap.add_argument("--out", required=True, help="JSONL file to append trajectories to")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
@@ -324,13 +345,13 @@ def main(argv: list[str] | None = None) -> None:
         batch_size=args.batch_size,
         progress=True,
         env_kwargs=env_kwargs,
+        mix={"non_oracle": args.n_non_oracle, "near_miss": args.n_near_miss},
     )
-    for policy in ("expert", "random"):
+    for policy in sorted({t.policy for t in trajs}):
         sel = [t for t in trajs if t.policy == policy]
-        if sel:
-            steps = sum(len(t.transitions) for t in sel)
-            print(
-                f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
-                f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions"
-            )
+        steps = sum(len(t.transitions) for t in sel)
+        print(
+            f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
+            f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions"
+        )
     print(f"appended {len(trajs)} trajectories to {args.out}")
