@@ -53,6 +53,10 @@ class PipelineConfig:
         env: registered env name.
         train_expert: expert episodes on train tasks (offline data).
         train_random: random-policy episodes on train tasks.
+        train_non_oracle: episodes of the visible-text heuristic (:class:`dreamgym.agents.VisibleTextAgent`)
+            on train tasks: purchases of a non-oracle shopper, about half of them failures.
+        train_near_miss: episodes of :class:`dreamgym.agents.NearMissAgent` on train tasks: purchases
+            with one deliberate mistake (wrong option, over the cap, too early, a look-alike).
         test_expert: expert episodes on test tasks (validation losses only, never trained on).
         seed: collection seed.
         vocab_size: BPE vocabulary size.
@@ -76,6 +80,8 @@ class PipelineConfig:
         env: str = "webshop",
         train_expert: int = 600,
         train_random: int = 200,
+        train_non_oracle: int = 0,
+        train_near_miss: int = 0,
         test_expert: int = 60,
         seed: int = 0,
         vocab_size: int = 4096,
@@ -92,6 +98,7 @@ class PipelineConfig:
     ):
         self.out_dir, self.env, self.seed, self.vocab_size = Path(out_dir), env, seed, vocab_size
         self.train_expert, self.train_random, self.test_expert = train_expert, train_random, test_expert
+        self.train_mix = {"non_oracle": train_non_oracle, "near_miss": train_near_miss}
         self.experience_config, self.experience_args = experience_config, list(experience_args or [])
         self.policy_sft_config, self.policy_sft_args = policy_sft_config, list(policy_sft_args or [])
         self.rl_config, self.rl_args = rl_config, list(rl_args or [])
@@ -114,7 +121,9 @@ def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
 
 
 # ---------------------------------------------------------------------------------------------- stages
-def _collect(cfg: PipelineConfig, split: str, n_expert: int, n_random: int) -> Path:
+def _collect(
+    cfg: PipelineConfig, split: str, n_expert: int, n_random: int, mix: dict[str, int] | None = None
+) -> Path:
     out = cfg.out_dir / f"offline_{split}.jsonl"
     if out.exists():
         return out
@@ -123,8 +132,9 @@ def _collect(cfg: PipelineConfig, split: str, n_expert: int, n_random: int) -> P
     tmp = out.with_suffix(".jsonl.tmp")
     tmp.unlink(missing_ok=True)
     collect_trajectories(
-        cfg.env, split=split, n_expert=n_expert, n_random=n_random, out=tmp, seed=cfg.seed, progress=True
-    )
+        cfg.env, split=split, n_expert=n_expert, n_random=n_random, out=tmp, seed=cfg.seed, progress=True,
+        mix={k: v for k, v in (mix or {}).items() if v},
+    )  # fmt: skip
     tmp.rename(out)
     return out
 
@@ -220,7 +230,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         print(f"[pipeline] stage {name} done in {times[name]} s -> {out}", flush=True)
         return out
 
-    train = stage("collect_train", _collect, cfg, "train", cfg.train_expert, cfg.train_random)
+    train = stage("collect_train", _collect, cfg, "train", cfg.train_expert, cfg.train_random, cfg.train_mix)
     test = stage("collect_test", _collect, cfg, "test", cfg.test_expert, 0)
     tok = stage("tokenizer", _tokenizer, cfg, train)
     data = [f"--data.init_args.train_files=[{train}]", f"--data.init_args.val_files=[{test}]"]

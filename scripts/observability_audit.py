@@ -1,0 +1,65 @@
+"""Observability audit: the share of transitions whose reward the experience model's prompt decides.
+
+    python scripts/observability_audit.py --data artifacts/webshop/offline_train.jsonl
+    python scripts/observability_audit.py --collect 200 --split test --out benchmarks/results/observability_webshop.json
+
+``--data`` audits trajectory files (per ``policy``); ``--collect N`` collects N test- or train-split
+episodes of each scripted source (expert, random, non_oracle, near_miss) with the current item page
+and with the older one (``item_facts=False``) and audits both. See :mod:`dreamgym.observability`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dreamgym.collect import collect_trajectories  # noqa: E402
+from dreamgym.observability import audit, format_report  # noqa: E402
+from dreamgym.schema import read_trajectories  # noqa: E402
+
+SCRIPTED = {"expert": 1, "random": 2, "non_oracle": 1, "near_miss": 1}  # random buys in ~half its episodes
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", nargs="*", default=[], help="trajectory JSONL files to audit")
+    ap.add_argument("--collect", type=int, default=0, help="episodes per scripted source to collect")
+    ap.add_argument("--split", default="test", choices=["train", "val", "test"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--env", default="webshop")
+    ap.add_argument("--out", default=None, help="write the report as JSON here")
+    args = ap.parse_args(argv)
+    if not args.data and not args.collect:
+        ap.error("give --data FILE... or --collect N")
+    reports = {}
+    if args.data:
+        trajs = [t for path in args.data for t in read_trajectories(path)]
+        reports["data"] = audit(args.env, trajs)
+    if args.collect:
+        mix = {name: args.collect * f for name, f in SCRIPTED.items()}
+        for label, facts in (("item_facts", True), ("no_item_facts", False)):
+            trajs = collect_trajectories(
+                args.env, args.split, 0, 0, mix=mix, seed=args.seed, teacher=False, batch_size=16,
+                env_kwargs={"item_facts": facts},
+            )  # fmt: skip
+            reports[label] = audit(args.env, trajs)
+    for label, rep in reports.items():
+        print(f"## {label}\n{format_report(rep)}\n")
+    if args.out:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        meta = {
+            "command": "python scripts/observability_audit.py " + " ".join(sys.argv[1:]),
+            "commit": commit,
+        }
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"_meta": meta, **reports}, indent=2) + "\n")
+    return reports
+
+
+if __name__ == "__main__":
+    main()
