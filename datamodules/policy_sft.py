@@ -12,6 +12,8 @@ from __future__ import annotations
 import lightning as L
 from torch.utils.data import DataLoader
 
+from datamodules.batching import train_loader
+
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.schema import read_trajectories
 
@@ -49,6 +51,8 @@ class PolicySFTDataModule(L.LightningDataModule):
         batch_size: examples per batch.
         max_val_examples: cap on validation examples (CPU time).
         num_workers: DataLoader workers.
+        group_by_length: train batches hold examples of similar length (:mod:`datamodules.batching`).
+        seed: seed of the length-grouped batch order.
     """
 
     def __init__(
@@ -61,6 +65,8 @@ class PolicySFTDataModule(L.LightningDataModule):
         batch_size: int = 8,
         max_val_examples: int | None = 128,
         num_workers: int = 0,
+        group_by_length: bool = True,
+        seed: int = 0,
     ):
         super().__init__()
         self.train_files, self.val_files = list(train_files), list(val_files or [])
@@ -68,6 +74,7 @@ class PolicySFTDataModule(L.LightningDataModule):
         self.policies = tuple(policies or ["expert"])
         self.success_only, self.batch_size = success_only, batch_size
         self.max_val_examples, self.num_workers = max_val_examples, num_workers
+        self.group_by_length, self.seed = group_by_length, seed
 
     def setup(self, stage: str | None = None) -> None:
         self.train_examples = bc_examples(self.train_files, self.format, self.policies, self.success_only)
@@ -90,7 +97,9 @@ class PolicySFTDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader(self.train_examples, True)
+        data = self.train_examples
+        lengths = [len(ex["prompt"]) + len(ex["target"]) for ex in data]
+        return train_loader(data, self.batch_size, lengths, list, self.group_by_length, self.seed, self.num_workers)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.val_examples, False) if self.val_examples else []

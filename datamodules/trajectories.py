@@ -21,6 +21,8 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
+from datamodules.batching import train_loader
+
 from dreamgym.modeling.formats import (
     ExperienceFormat,
     Neighbour,
@@ -171,6 +173,8 @@ class TrajectoryDataModule(L.LightningDataModule):
         done_repeat: each episode-ending (terminated) train example appears this many times (1 = once).
             Final steps are about one in seven examples but carry the whole outcome reward RL is trained
             on (e.g. WebShop's purchase: does it match the goal?); repeating them weights that judgement.
+        group_by_length: train batches hold examples of similar length (:mod:`datamodules.batching`),
+            which cuts padding; ``False``: plain shuffled batches.
     """
 
     def __init__(
@@ -194,6 +198,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         seed: int = 0,
         variation_pairs: int = 0,
         done_repeat: int = 1,
+        group_by_length: bool = True,
     ):
         super().__init__()
         if exclude not in EXCLUDE_MODES:
@@ -212,6 +217,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.encoder_name, self.action_weight, self.exclude = encoder, action_weight, exclude
         self.skip_invalid = skip_invalid
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.group_by_length = group_by_length
         self.max_eval_examples, self.num_workers, self.seed = max_eval_examples, num_workers, seed
         self.variation_pairs = variation_pairs
         if done_repeat < 1:
@@ -265,7 +271,11 @@ class TrajectoryDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", self.batch_size, True)
+        data = self.examples("train")
+        lengths = [len(ex["prompt"]) + len(ex.get("reasoning", "")) + len(ex.get("outcome", "")) for ex in data]
+        return train_loader(
+            data, self.batch_size, lengths, _collate, self.group_by_length, self.seed, self.num_workers
+        )
 
     def val_dataloader(self) -> DataLoader | list:
         return self._loader("val", self.eval_batch_size, False) if "val" in self._examples else []

@@ -82,23 +82,40 @@ def experience_sft_loss(
     return out
 
 
+def _prompt_pieces(tokenizer, prompt: str) -> tuple[list[int], list[int], list[int]]:
+    """``[BOS] + head``, ``refs`` and ``tail`` token ids of a prompt (:func:`build_prompt` layout): head is
+    the task and history lines, refs the retrieved neighbours, tail the ``<state>`` section onwards."""
+    cut_head = prompt.find("\n", prompt.find("<history>")) + 1 if "<history>" in prompt else 0
+    cut_tail = prompt.rfind("<state>\n")
+    cut_tail = cut_tail if cut_tail >= cut_head else cut_head
+    enc = lambda text: tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
+    return encode_prompt(tokenizer, prompt[:cut_head]), enc(prompt[cut_head:cut_tail]), enc(prompt[cut_tail:])
+
+
 def encode_examples(tokenizer, examples: list[dict[str, Any]], max_length: int) -> dict[str, torch.Tensor]:
     """Tokenize SFT examples into right-padded ``input_ids``, ``attention_mask``, ``parts`` (B, T).
 
-    A sequence longer than ``max_length`` loses prompt tokens from the left (after BOS); the target is
-    kept whole unless it alone exceeds ``max_length - 1`` (then its end is cut).
+    A sequence longer than ``max_length`` first loses the retrieved neighbours' tokens (from their end),
+    then the current state's from its start; the task and history lines are always kept (they carry
+    what the reward is checked against), and the target is kept whole unless it alone leaves no room
+    (then its end is cut).
     """
     rows = []
     for ex in examples:
-        prompt = encode_prompt(tokenizer, ex["prompt"])
+        head, refs, tail = _prompt_pieces(tokenizer, ex["prompt"])
         reasoning = tokenizer.encode(ex["reasoning"], add_special_tokens=False) if ex["reasoning"] else []
         outcome = tokenizer.encode(ex["outcome"], add_special_tokens=False) + [tokenizer.eos_token_id]
         target = reasoning + outcome
         parts_t = [REASONING] * len(reasoning) + [OUTCOME] * len(outcome)
-        over = len(prompt) + len(target) - max_length
+        over = len(head) + len(refs) + len(tail) + len(target) - max_length
         if over > 0:
-            keep = max(1, len(prompt) - over)
-            prompt = prompt[:1] + prompt[len(prompt) - keep + 1 :] if keep > 1 else prompt[:1]
+            refs = refs[: max(0, len(refs) - over)]
+            over = len(head) + len(refs) + len(tail) + len(target) - max_length
+        if over > 0:
+            tail = tail[min(over, max(0, len(tail) - 1)) :]
+        prompt = head + refs + tail
+        if len(prompt) + len(target) > max_length:
+            prompt = prompt[: max(1, max_length - len(target))]
             room = max_length - len(prompt)
             target, parts_t = target[:room], parts_t[:room]
         rows.append((prompt + target, [PROMPT] * len(prompt) + parts_t))

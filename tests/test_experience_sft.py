@@ -86,6 +86,14 @@ def test_encode_examples_marks_parts_and_keeps_target(toy_data):
     short = encode_examples(tok, ex, max_length=n_target + 10)  # prompt cut from the left, target whole
     assert short["input_ids"].shape[1] <= n_target + 10 and int((short["parts"][0] > 0).sum()) == n_target
     assert short["input_ids"][0, 0] == tok.bos_token_id
+    # a cut removes the neighbours first: the task, history and current state survive a budget that
+    # the neighbours alone exceed
+    full_prompt = int((full["parts"][0] == PROMPT).sum())
+    refs = len(tok.encode("".join(ex[0]["prompt"].partition("\n<ref>")[1:]).split("<state>\n")[0]))
+    mid = encode_examples(tok, ex[:1], max_length=full_prompt + n_target - refs // 2)
+    kept = tok.decode(mid["input_ids"][0][mid["parts"][0] == PROMPT], skip_special_tokens=True)
+    head, tail = ex[0]["prompt"].split("<ref>")[0], ex[0]["prompt"][ex[0]["prompt"].rfind("<state>") :]
+    assert kept.startswith(head) and kept.endswith(tail) and kept != ex[0]["prompt"]
 
 
 def test_datamodule_switches_and_no_leak(toy_data):
