@@ -47,7 +47,8 @@ SCRIPTED = ("expert", "random", "non_oracle", "near_miss")
 DONE_KEYS = ("success_precision", "success_recall", "success_f1", "reward_acc", "done_acc", "n")
 
 
-def _sources(args) -> dict[str, list]:
+def collect_sources(args) -> dict[str, list]:
+    """The held-out episodes of every source: scripted ones collected on test tasks, files read."""
     out = {}
     for name in args.scripted:
         n = args.episodes * (2 if name == "random" else 1)
@@ -74,28 +75,29 @@ def _commit() -> str:
         return "unknown"
 
 
-def report(args) -> dict:
-    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
-    rng = random.Random(args.seed)
-    result: dict = {
-        "_meta": {
-            "command": "python scripts/fidelity_report.py " + " ".join(sys.argv[1:]),
-            "commit": _commit(),
-            "model": str(args.model),
-            "k": em.fmt.k,
-            "use_reasoning": em.fmt.use_reasoning,
-        }
-    }
-    for name, trajs in _sources(args).items():
+def report(
+    experience,
+    sources: dict[str, list],
+    env: str = "webshop",
+    steps_trajectories: int = 20,
+    open_loop: int = 40,
+    seed: int = 1,
+    fmt=None,
+) -> dict:
+    """The per-source fidelity rows (module docstring) of ``experience`` (``.predict`` like
+    :class:`ExperienceModel`); ``fmt`` is its prompt layout for the observability audit."""
+    rng = random.Random(seed)
+    result = {}
+    for name, trajs in sources.items():
         t0 = time.time()
-        done = teacher_forced_eval(em, trajs, done_only=True)
+        done = teacher_forced_eval(experience, trajs, done_only=True)
         row = {k: done[k] for k in DONE_KEYS}
         row["done"] = done
-        sample = rng.sample(trajs, min(args.steps_trajectories, len(trajs)))
-        row["steps"] = teacher_forced_eval(em, sample, done_only=False) if sample else {}
-        ol = rng.sample(trajs, min(args.open_loop, len(trajs)))
-        row["open_loop"] = open_loop_eval(em, ol) if ol else {}
-        row["observability"] = audit(args.env, trajs, fmt=em.fmt)["all"]
+        sample = rng.sample(trajs, min(steps_trajectories, len(trajs)))
+        row["steps"] = teacher_forced_eval(experience, sample, done_only=False) if sample else {}
+        ol = rng.sample(trajs, min(open_loop, len(trajs)))
+        row["open_loop"] = open_loop_eval(experience, ol) if ol else {}
+        row["observability"] = audit(env, trajs, fmt=fmt)["all"]
         row["real_success_rate"] = sum(t.success for t in trajs) / max(len(trajs), 1)
         row["wall_s"] = round(time.time() - t0, 1)
         result[name] = row
@@ -137,7 +139,18 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="benchmarks/results/fidelity_webshop.json")
     args = ap.parse_args(argv)
-    result = report(args)
+    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
+    meta = {
+        "command": "python scripts/fidelity_report.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "commit": _commit(),
+        "model": str(args.model),
+        "k": em.fmt.k,
+        "use_reasoning": em.fmt.use_reasoning,
+    }
+    rows = report(
+        em, collect_sources(args), args.env, args.steps_trajectories, args.open_loop, args.seed, em.fmt
+    )
+    result = {"_meta": meta, **rows}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
