@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from dreamgym.envs import make_env
-from dreamgym.envs.synthetic import is_valid_action
+from dreamgym.envs.webshop import WebShopEnv
 from dreamgym.modeling.action_constraint import ActionGrammar, allowed_fn
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.collector import RolloutCollector
@@ -61,7 +61,7 @@ def test_constrained_rollouts_are_always_valid_in_webshop(lm):
     assert out.metrics()["invalid_rate"] == 0.0
     for e in out.episodes:
         for a, avail in zip(e.actions, e.available, strict=False):
-            assert is_valid_action(a, avail), (a, avail)
+            assert WebShopEnv.is_valid_action(a, avail), (a, avail)
     assert any(a.startswith("search[") for e in out.episodes for a in e.actions)
     # every turn records its allowed sets, one per response token, and they reach the rollout batch
     batch = build_rollout_batch(out.turns, pad_id=tok.pad_token_id)

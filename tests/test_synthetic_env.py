@@ -7,7 +7,8 @@ from torchrl.envs.utils import check_env_specs
 
 from dreamgym.envs.base import as_text_list
 from dreamgym.envs.registry import make_env
-from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, is_valid_action, tasks_from_trajectories
+from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, tasks_from_trajectories
+from dreamgym.envs.webshop import WebShopEnv
 from dreamgym.modeling.experience import ExperienceModel
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat, build_target
 from dreamgym.retrieval import HashingEncoder, ReplayBuffer
@@ -45,11 +46,42 @@ def test_specs_equal_the_real_env():
 
 
 def test_valid_action_rule():
-    assert is_valid_action("search[red shirt]", ["search[<query>]"])
-    assert not is_valid_action("search[ ]", ["search[<query>]"])
-    assert is_valid_action("click[Buy Now]", ["click[buy now]"]) and not is_valid_action(
-        "click[x]", ["click[y]"]
-    )
+    """The synthetic env asks the imitated env's rule, which the real env applies on its steps."""
+    valid = WebShopEnv.is_valid_action
+    assert valid("search[red shirt]", ["search[<query>]"]) and valid("search[ ]", ["click[buy now]"])
+    assert valid("click[Buy Now]", ["click[buy now]"]) and not valid("CLICK[buy now]", ["click[buy now]"])
+    assert not valid("click[x]", ["click[y]"]) and not valid("click[search]", ["click[search]"])
+
+
+ACTION_BATTERY = [
+    "search[red shirt]", "search[ ]", "search[]", "SEARCH[tea]", "click[buy now]", "CLICK[buy now]",
+    "click[Buy Now]", "click[back to search]", "click[next >]", "click[search]", "", "   ", "x" * 10_000,
+    "click[" + "é" * 20 + "]", "buy now", "click[buy now", "click[b0000000000]", "search[a] extra",
+]  # fmt: skip
+
+
+def test_real_and_synthetic_envs_agree_on_validity():
+    """On real states of every page kind, the real env's invalid flag equals the rule the synthetic
+    env applies, for every action of the battery."""
+    from dreamgym.collect import collect_trajectories
+
+    states = {}
+    for t in collect_trajectories("webshop", "train", 3, 3, seed=7, teacher=False):
+        for tr in t.transitions:
+            states.setdefault(tr.state.splitlines()[0].split(" ")[1], (t, tr))
+    assert {"search", "results", "item"} <= set(states)
+    env = make_env("webshop", split="train", batch_size=1)
+    for traj, tr in states.values():
+        idx = env.task_index_of(traj.task_id)
+        for action in ACTION_BATTERY + tr.available_actions[:3]:
+            env.queue_tasks([idx])
+            td = env.reset()
+            for prev in traj.transitions[: tr.step]:
+                td["action"] = [prev.action]
+                td = env.step(td)["next"]
+            td["action"] = [action]
+            real_invalid = bool(env.step(td)["next", "invalid"][0, 0])
+            assert real_invalid == (not WebShopEnv.is_valid_action(action, tr.available_actions)), action
 
 
 def test_invalid_action_is_a_noop_without_model_call():

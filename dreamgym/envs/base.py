@@ -32,6 +32,8 @@ policy's episodes, the reward audit of RL in the synthetic env).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +42,11 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
+ACTION_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
+"""A listed action with a free argument, e.g. ``search[<query>]`` (group 1: the action name)."""
+
 __all__ = [
+    "ACTION_TEMPLATE",
     "TEXT_KEYS",
     "TextObs",
     "TextStep",
@@ -172,6 +178,30 @@ class TextEnvBase(EnvBase):
 
     def _act_slots(self, slots: list[int], actions: list[str]) -> list[TextStep]:
         return [self._act(s, a) for s, a in zip(slots, actions, strict=True)]
+
+    @classmethod
+    def is_valid_action(cls, action: str, available_actions: Sequence[str]) -> bool:
+        """Whether this env would accept ``action`` in a state listing ``available_actions``.
+
+        The synthetic env imitating this env asks this (never the model) before a step, so real and
+        synthetic envs agree on validity. Default: ``action`` is listed (exact, after stripping), or
+        fills a listed template such as ``search[<query>]`` with a non-blank argument. Envs override it
+        with their own rule (WebShop: :func:`dreamgym.envs.webshop.pages.check_action`).
+        """
+        a = action.strip()
+        for cand in available_actions:
+            c = cand.strip()
+            if a == c:
+                return True
+            m = ACTION_TEMPLATE.match(c)
+            if (
+                m
+                and a.startswith(m.group(1) + "[")
+                and a.endswith("]")
+                and a[len(m.group(1)) + 1 : -1].strip()
+            ):
+                return True
+        return False
 
     @classmethod
     def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:

@@ -44,7 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
-from dreamgym.modeling.action_constraint import ACTION_TEMPLATE
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
 from dreamgym.schema import Transition, read_trajectories
@@ -88,19 +87,6 @@ def _real_env_class(name: str):
         raise ValueError(f"real_env={name!r} is unknown; use one of {sorted(REAL_ENVS)} or 'module:Class'")
     module, attr = target.split(":")
     return getattr(importlib.import_module(module), attr)
-
-
-def is_valid_action(action: str, available: Sequence[str]) -> bool:
-    """``action`` is listed (case-insensitive), or fills a listed template such as ``search[<query>]``."""
-    a = action.strip().lower()
-    for cand in available:
-        c = cand.strip().lower()
-        if a == c:
-            return True
-        m = ACTION_TEMPLATE.match(c)
-        if m and a.startswith(m.group(1) + "[") and a.endswith("]") and a[len(m.group(1)) + 1 : -1].strip():
-            return True
-    return False
 
 
 class SyntheticEnv(TextEnvBase):
@@ -229,7 +215,7 @@ class SyntheticEnv(TextEnvBase):
         calls: list[tuple[int, str]] = []
         for slot, action in zip(slots, actions, strict=True):
             cur = self.current(slot)
-            if is_valid_action(action, cur.available_actions):
+            if self._real_cls.is_valid_action(action, cur.available_actions):
                 calls.append((slot, action))
             else:  # invalid action: a no-op, like the real env, without calling the model
                 out[slot] = TextStep(cur.observation, list(cur.available_actions), invalid=True)

@@ -23,13 +23,12 @@ construction under it; what the policy still has to learn is *which* action and 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+
+from dreamgym.envs.base import ACTION_TEMPLATE
 
 __all__ = ["ACTION_TEMPLATE", "ActionGrammar", "allowed_fn"]
 
-ACTION_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
-"""A listed action with a free argument, e.g. ``search[<query>]`` (group 1: the action name)."""
 _END = -1  # trie key: a complete concrete action ends here (EOS follows)
 _ARG = -2  # trie key: a template argument starts here
 

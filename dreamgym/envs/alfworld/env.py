@@ -129,7 +129,7 @@ class ALFWorldEnv(TextEnvBase):
     def _act(self, slot: int, action: str) -> TextStep:
         tw, state = self._tw[slot], self._state[slot]
         cmd = action.strip()
-        if cmd not in state["admissible_commands"]:
+        if not self.is_valid_action(cmd, state["admissible_commands"]):
             # Upstream semantics without the engine round trip: nothing changes, same commands.
             self._infos[slot] = self._info(slot, command=cmd, valid=False, changes=[])
             return TextStep("Nothing happens.", _available(state), invalid=True, info=self._infos[slot])
@@ -175,6 +175,13 @@ class ALFWorldEnv(TextEnvBase):
             "changes": changes,
             "progress": world["progress"],
         }
+
+    @classmethod
+    def is_valid_action(cls, action: str, available_actions) -> bool:
+        """ALFWorld's rule: the stripped command is one of the admissible commands (case-sensitive),
+        or ``help``, which the game always accepts but ``available_actions`` does not list."""
+        cmd = action.strip()
+        return cmd in available_actions or cmd == "help"
 
     @classmethod
     def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:

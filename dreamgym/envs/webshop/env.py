@@ -17,6 +17,7 @@ from dreamgym.envs.webshop.pages import (
     PageState,
     apply_action,
     available_actions,
+    check_action,
     infer_available_actions,
     render_abstract,
     render_text,
@@ -235,6 +236,14 @@ class WebShopEnv(TextEnvBase):
     def step_info(self, slot: int) -> dict[str, Any]:
         """Privileged info of ``slot``'s last step (or reset): goal, page, matches, reward breakdown."""
         return self._infos[slot]
+
+    @classmethod
+    def is_valid_action(cls, action: str, available_actions) -> bool:
+        """WebShop's own rule (:func:`.pages.check_action`) against the clickables ``available_actions`` list."""
+        clicks = {
+            a[len("click[") : -1] for a in available_actions if a.startswith("click[") and a.endswith("]")
+        }
+        return not check_action(action, clicks)[2]
 
     @classmethod
     def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from dreamgym.envs.webshop.catalog import Catalog, Product
@@ -66,6 +67,7 @@ __all__ = [
     "parse_action",
     "clickables",
     "available_actions",
+    "check_action",
     "apply_action",
     "render_abstract",
     "item_fact_lines",
@@ -161,27 +163,40 @@ def _option_name(product: Product, value: str) -> str:
     return next(n for n, vals in product.options.items() if value in vals)
 
 
+def check_action(action: str, clicks: Collection[str], done: bool = False) -> tuple[str, str, str]:
+    """THE validity rule of WebShop actions: ``(name, arg, reason)``, ``reason == ""`` when valid.
+
+    ``search[<any non-empty argument>]`` is valid on every page but the done page (upstream runs it
+    anywhere, ``search[ ]`` included); ``click[x]`` when ``x`` is one of ``clicks`` (lower-cased
+    clickables) other than ``search``; anything else is invalid. Names are case-sensitive as upstream's
+    (``CLICK[buy now]`` is invalid); the argument is lower-cased.
+    """
+    parsed = parse_action(action)
+    if parsed is None:
+        return "", "", "it does not match the syntax search[...] or click[...]"
+    name, arg = parsed
+    if done:
+        return name, arg, "the episode is over (the item was bought)"
+    if name == "search":
+        return name, arg, ""
+    if name != "click":
+        return name, arg, f"'{name}' is not an action (use search or click)"
+    if arg == "search" or arg not in clicks:
+        return name, arg, f"'{arg}' is not clickable on this page"
+    return name, arg, ""
+
+
 def apply_action(
     page: PageState, action: str, catalog: Catalog, engine: SearchEngine, show_attrs: bool = False
 ) -> PageTransition:
     """Apply ``action`` to ``page`` with upstream semantics; never raises (invalid -> no-op)."""
-    parsed = parse_action(action)
-    if parsed is None:
-        return PageTransition(
-            page, False, "invalid", reason="it does not match the syntax search[...] or click[...]"
-        )
-    name, arg = parsed
-    if page.kind == "done":
-        return PageTransition(page, False, "invalid", arg, reason="the episode is over (the item was bought)")
+    clicks = clickables(page, catalog, show_attrs) if page.kind != "done" else []
+    name, arg, reason = check_action(action, clicks, done=page.kind == "done")
+    if reason:
+        return PageTransition(page, False, "invalid", arg, reason=reason)
     if name == "search":
         kw = " ".join(arg.split(" "))  # upstream: any non-empty argument runs (whitespace finds nothing)
         return PageTransition(PageState("results", kw, engine.search(kw), 1), True, "search", kw)
-    if name != "click":
-        return PageTransition(
-            page, False, "invalid", arg, reason=f"'{name}' is not an action (use search or click)"
-        )
-    if arg == "search" or arg not in clickables(page, catalog, show_attrs):
-        return PageTransition(page, False, "invalid", arg, reason=f"'{arg}' is not clickable on this page")
     if arg == "back to search":
         return PageTransition(PageState("search"), True, "click", arg)
     if arg == "buy now":
