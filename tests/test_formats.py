@@ -78,6 +78,11 @@ def test_trailing_garbage_after_end_is_ignored():
         ("<next> s </next> <reward> 1 <done> maybe <end>", "true/false"),
         ("<next>  </next> <reward> 1 <done> true <end>", "empty"),
         ("<next> s </next> <reward> 1 <done> true <score> x <end>", "not a number"),
+        ("<next> s </next> <reward> 7 <done> true <end>", "not 0 or 1"),
+        ("<next> s </next> <reward> 0.5 <done> true <end>", "not 0 or 1"),
+        ("<next> s </next> <reward> 1 <done> true <score> nan <end>", "not in [0, 1]"),
+        ("<next> s </next> <reward> 1 <done> true <score> 1e999 <end>", "not in [0, 1]"),
+        ("<next> s </next> <reward> 0 <done> true <score> -0.5 <end>", "not in [0, 1]"),
         (None, "str"),
     ],
 )

@@ -8,10 +8,15 @@ from dreamgym.modeling.structured import OutcomeGrammar
 
 
 def _decode_with(grammar, tok, scores_fn, steps):
-    """Greedy decoding of a fake model whose next-token scores come from ``scores_fn(t)``."""
+    """Greedy decoding of a fake model whose next-token scores come from ``scores_fn(t)`` or, for a
+    two-argument ``scores_fn``, ``scores_fn(t, text_so_far)``."""
+    import inspect
+
+    two = len(inspect.signature(scores_fn).parameters) == 2
     ids = torch.zeros((1, 3), dtype=torch.long)  # 3 prompt columns
     for t in range(steps):
-        scores = grammar(ids, scores_fn(t).unsqueeze(0).clone())
+        raw = scores_fn(t, tok.decode(ids[0, 3:].tolist())) if two else scores_fn(t)
+        scores = grammar(ids, raw.unsqueeze(0).clone())
         nxt = scores.argmax(-1, keepdim=True)
         ids = torch.cat([ids, nxt], dim=1)
         if int(nxt) == tok.eos_token_id:
@@ -58,17 +63,17 @@ def test_budget_closes_state_and_model_picks_reward(tiny_lm):
 
 def test_model_closing_itself_is_not_a_cut(tiny_lm):
     _, tok = tiny_lm.build()
-    script = tok.encode(" <think> ok </think>\n<next>\n[page] done\n</next>", add_special_tokens=False)
+    script = " <think> ok </think>\n<next>\n[page] done\n</next>"
     zero = tok.encode(" 0", add_special_tokens=False)
     false = tok.encode(" false", add_special_tokens=False)
     vocab = len(tok)
 
-    def scores(t):
+    def scores(t, so_far):
         s = torch.zeros(vocab)
-        if t < len(script):
-            s[script[t]] = 10.0
         s[zero] = 3.0  # every token of " 0" and " false" (they may be several in a tiny vocabulary)
         s[false] = 5.0
+        if script.startswith(so_far) and len(so_far) < len(script):  # the model writes the script on
+            s[tok.encode(script[len(so_far) :], add_special_tokens=False)[0]] = 10.0
         return s
 
     grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=200, use_reasoning=True)

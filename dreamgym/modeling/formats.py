@@ -240,7 +240,9 @@ def parse_target(text: str) -> ParsedOutcome:
     """Parse generated text into a :class:`ParsedOutcome`; never raises.
 
     Anything after ``<end>`` is ignored. The reasoning trace is optional; ``<next>``, ``<reward>`` and
-    ``<done>`` are required; ``<score>`` defaults to the reward.
+    ``<done>`` are required; ``<score>`` defaults to the reward. Values out of range are failures too:
+    the outcome reward must be 0 or 1 and the score finite in [0, 1] (the synthetic env then counts a
+    ``sim_error`` instead of passing, say, reward 7 on to RL).
     """
     try:
         return _parse(text)
@@ -275,6 +277,10 @@ def _parse(text: str) -> ParsedOutcome:
         return ParsedOutcome(
             ok=False, reasoning=reasoning, error=f"reward {tm.group('reward')!r} is not a number"
         )
+    if reward not in (0.0, 1.0):
+        return ParsedOutcome(
+            ok=False, reasoning=reasoning, error=f"reward {tm.group('reward')!r} is not 0 or 1"
+        )
     done = _BOOLS.get(tm.group("done").lower())
     if done is None:
         return ParsedOutcome(
@@ -287,6 +293,10 @@ def _parse(text: str) -> ParsedOutcome:
         except ValueError:
             return ParsedOutcome(
                 ok=False, reasoning=reasoning, error=f"score {tm.group('score')!r} is not a number"
+            )
+        if not 0.0 <= score <= 1.0:  # also rejects nan and inf
+            return ParsedOutcome(
+                ok=False, reasoning=reasoning, error=f"score {tm.group('score')!r} is not in [0, 1]"
             )
     next_state = clean_state(nm.group(1))
     if not next_state:

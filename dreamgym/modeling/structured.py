@@ -9,7 +9,7 @@ EOS, a stray marker). :class:`OutcomeGrammar` is a ``transformers`` ``LogitsProc
   spent, ``<next>``, ``</next>`` only when the token budget is about to run out, and the whole tail);
 * the reasoning trace and the next state are free text (EOS is masked there, so they cannot end early);
 * ``r`` is the model's most likely token among ``reward_values``, ``d`` among ``true``/``false``,
-  ``x`` a number of at most ``score_tokens`` digit tokens: argmax over the allowed set, i.e. the model's
+  ``x`` a number in [0, 1] of at most ``score_tokens`` digit tokens: argmax over the allowed set, i.e. the model's
   own prediction restricted to well-formed values.
 
 So every output parses; :attr:`OutcomeGrammar.forced_close` counts the rows whose reasoning or state had
@@ -37,7 +37,7 @@ class _Ban(list):
     """Decision: free text, except these token ids (on top of the early-end tokens)."""
 
 
-_SCORE = re.compile(r"^ [0-9]+(\.[0-9]*)?$")  # a well-formed score so far
+_SCORE = re.compile(r"^ (0(\.[0-9]*)?|1(\.0*)?)$")  # a well-formed score in [0, 1] so far
 
 
 _TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}
