@@ -30,9 +30,13 @@ def train_loader(
 ) -> DataLoader:
     """A shuffled train loader over ``data``; with ``group_by_length`` batches group similar ``lengths``."""
     if not group_by_length:
-        return DataLoader(data, batch_size=batch_size, shuffle=True, num_workers=num_workers, collate_fn=collate_fn)
+        return DataLoader(
+            data, batch_size=batch_size, shuffle=True, num_workers=num_workers, collate_fn=collate_fn
+        )
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
     gen = torch.Generator().manual_seed(seed)
     sampler = LengthGroupedSampler(batch_size, lengths=list(lengths), generator=gen)
-    return DataLoader(data, batch_size=batch_size, sampler=sampler, num_workers=num_workers, collate_fn=collate_fn)
+    return DataLoader(
+        data, batch_size=batch_size, sampler=sampler, num_workers=num_workers, collate_fn=collate_fn
+    )

@@ -13,7 +13,6 @@ import lightning as L
 from torch.utils.data import DataLoader
 
 from datamodules.batching import train_loader
-
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.schema import read_trajectories
 
@@ -99,7 +98,9 @@ class PolicySFTDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         data = self.train_examples
         lengths = [len(ex["prompt"]) + len(ex["target"]) for ex in data]
-        return train_loader(data, self.batch_size, lengths, list, self.group_by_length, self.seed, self.num_workers)
+        return train_loader(
+            data, self.batch_size, lengths, list, self.group_by_length, self.seed, self.num_workers
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.val_examples, False) if self.val_examples else []

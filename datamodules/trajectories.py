@@ -22,7 +22,6 @@ import lightning as L
 from torch.utils.data import DataLoader
 
 from datamodules.batching import train_loader
-
 from dreamgym.modeling.formats import (
     ExperienceFormat,
     Neighbour,
@@ -272,7 +271,9 @@ class TrajectoryDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         data = self.examples("train")
-        lengths = [len(ex["prompt"]) + len(ex.get("reasoning", "")) + len(ex.get("outcome", "")) for ex in data]
+        lengths = [
+            len(ex["prompt"]) + len(ex.get("reasoning", "")) + len(ex.get("outcome", "")) for ex in data
+        ]
         return train_loader(
             data, self.batch_size, lengths, _collate, self.group_by_length, self.seed, self.num_workers
         )
