@@ -310,7 +310,9 @@ def collect_policy_trajectories(
 def main(argv: list[str] | None = None) -> None:
     """``python -m dreamgym collect ...`` (see module docstring)."""
     ap = argparse.ArgumentParser(
-        prog="python -m dreamgym collect", description="Collect real trajectories of scripted policies."
+        prog="python -m dreamgym collect",
+        description="Collect real trajectories of scripted policies.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ap.add_argument("--env", default="webshop", help="registered env name")
     ap.add_argument("--split", default="train", choices=["train", "val", "test"])
@@ -318,7 +320,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-random", type=int, default=100, help="random-policy episodes")
     ap.add_argument("--n-non-oracle", type=int, default=0, help="visible-text heuristic episodes (WebShop)")
     ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss oracle episodes (WebShop)")
-    ap.add_argument("--out", required=True, help="JSONL file to append trajectories to")
+    ap.add_argument("--out", required=True, help="JSONL file to write the trajectories to")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--append", action="store_true", help="add to an existing --out file")
+    mode.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
     ap.add_argument(
@@ -333,6 +338,13 @@ def main(argv: list[str] | None = None) -> None:
         env_kwargs = json.loads(args.env_kwargs)
     except json.JSONDecodeError as e:
         ap.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({e.msg})")
+    if Path(args.out).exists() and not (args.append or args.overwrite):
+        ap.error(
+            f"--out {args.out!r} exists; pass --append to add to it (trajectory ids of the same seed repeat) "
+            "or --overwrite to replace it"
+        )
+    if args.overwrite:
+        Path(args.out).unlink(missing_ok=True)
     trajs = collect_trajectories(
         args.env,
         args.split,

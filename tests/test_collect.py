@@ -75,3 +75,12 @@ def test_collect_errors_and_cli(tmp_path, capsys):
     )
     assert "appended 3 trajectories" in capsys.readouterr().out
     assert len(list(read_trajectories(out))) == 3
+    args = ["--split", "test", "--n-expert", "1", "--n-random", "0", "--out", str(out), "--batch-size", "1"]
+    with pytest.raises(SystemExit) as e:  # an existing file is neither appended to nor replaced silently
+        main(args)
+    assert e.value.code == 2 and "exists; pass --append" in capsys.readouterr().err
+    assert len(list(read_trajectories(out))) == 3
+    main([*args, "--append"])
+    assert len(list(read_trajectories(out))) == 4
+    main([*args, "--overwrite"])
+    assert len(list(read_trajectories(out))) == 1
