@@ -53,8 +53,9 @@ def collect_sources(args) -> dict[str, list]:
     for name in args.scripted:
         n = args.episodes * (2 if name == "random" else 1)
         out[name] = collect_trajectories(
-            args.env, "test", 0, 0, mix={name: n}, seed=args.seed, teacher=False, batch_size=16
-        )
+            args.env, "test", 0, 0, mix={name: n}, seed=args.seed, teacher=False, batch_size=16,
+            env_kwargs=json.loads(args.env_kwargs),
+        )  # fmt: skip
     for spec in args.source:
         name, _, path = spec.partition("=")
         if not path:
@@ -137,6 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--open-loop", type=int, default=40, help="episodes for the open-loop check")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--env-kwargs", default="{}", help="JSON env arguments for the scripted sources, e.g. "
+                    "'{\"item_facts\": false}' for a model trained on the older item page")  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/fidelity_webshop.json")
     args = ap.parse_args(argv)
     em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
