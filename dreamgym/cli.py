@@ -17,6 +17,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "collect": "dreamgym.collect:main",
     "tokenizer": "dreamgym.modeling.tokenizer_cli:main",
     "pipeline": "dreamgym.pipeline:main",
+    "serve": "dreamgym.serve.server:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
 

@@ -48,9 +48,16 @@ from dreamgym.envs.alfworld.games import GameRecord, GameSet, canonical_split, l
 from dreamgym.envs.alfworld.world import summarize, world_changes
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
 
-__all__ = ["ALFWorldEnv", "infer_available_actions"]
+__all__ = ["ALFWorldEnv", "infer_available_actions", "task_instruction"]
 
 _TASK_RE = re.compile(r"Your task is to: (.*?)\s*$", re.S)
+
+
+def task_instruction(observation: str) -> str:
+    """The instruction in a reset observation (``"Your task is to: put a mug in desk."`` ->
+    ``"put a mug in desk"``); ``""`` if it names none."""
+    m = _TASK_RE.search(observation)
+    return m.group(1).rstrip(".") if m else ""
 
 
 class ALFWorldEnv(TextEnvBase):
@@ -112,8 +119,7 @@ class ALFWorldEnv(TextEnvBase):
         self._rec[slot], self._state[slot] = rec, state
         self._world[slot] = summarize(self._tw[slot], rec.targets, rec.task_type)
         feedback = state.feedback
-        m = _TASK_RE.search(feedback)
-        instruction = m.group(1).rstrip(".") if m else ""
+        instruction = task_instruction(feedback)
         self._infos[slot] = self._info(slot, command=None, valid=True, changes=[])
         return TextObs(rec.task_id, instruction, feedback, _available(state))
 

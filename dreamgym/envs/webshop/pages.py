@@ -67,6 +67,7 @@ __all__ = [
     "parse_action",
     "clickables",
     "available_actions",
+    "actions_of_clickables",
     "check_action",
     "apply_action",
     "render_abstract",
@@ -155,8 +156,14 @@ def clickables(page: PageState, catalog: Catalog, show_attrs: bool = False) -> l
 
 def available_actions(page: PageState, catalog: Catalog, show_attrs: bool = False) -> list[str]:
     """The action strings listed for ``page`` (module docstring)."""
-    acts = [SEARCH_ACTION] if page.kind == "search" else []
-    return acts + [f"click[{c}]" for c in clickables(page, catalog, show_attrs) if c != "search"]
+    return actions_of_clickables(page.kind == "search", clickables(page, catalog, show_attrs))
+
+
+def actions_of_clickables(has_search_bar: bool, clicks: list[str]) -> list[str]:
+    """The action strings listed for a page with upstream's ``get_available_actions()`` result
+    ``{"has_search_bar", "clickables"}``: ``search[<query>]`` if it has the search bar, then
+    ``click[x]`` per clickable other than ``search``."""
+    return ([SEARCH_ACTION] if has_search_bar else []) + [f"click[{c}]" for c in clicks if c != "search"]
 
 
 def _option_name(product: Product, value: str) -> str:
