@@ -45,6 +45,7 @@ from lightning.pytorch.strategies import DDPStrategy, DeepSpeedStrategy, Strateg
 
 __all__ = [
     "CPUDeepSpeedStrategy",
+    "check_rl_strategy",
     "CPU_DEEPSPEED_NAMES",
     "skip_deepspeed_shm_build",
     "deepspeed_checkpoint_files",
@@ -155,6 +156,30 @@ class CPUDeepSpeedStrategy(DeepSpeedStrategy):
                 strategy_registry.register(
                     name, cls, description=f"DeepSpeed on CPU (gloo), {kwargs or 'stage 2'}", **kwargs
                 )
+
+
+def check_rl_strategy(strategy: Any) -> None:
+    """Refuse DeepSpeed ZeRO-3 for RL (``PolicyRL`` calls this in ``setup``).
+
+    ZeRO-3 partitions the parameters, and every forward pass is a collective: each rank gathers each
+    layer's weights from all ranks. Rollout generation runs a different number of forward passes on each
+    rank (episodes end at different turns, replies stop at different lengths, ranks hold different
+    tasks), so the ranks' collectives fall out of step and training hangs. ``generate(synced_gpus=True)``
+    only pads the decoding steps of one call, not the number of calls per rank, so it is not enough.
+    ZeRO-2 (optimizer state and gradients sharded, parameters replicated) has none of this.
+
+    Raises:
+        ValueError: if ``strategy`` is a DeepSpeed strategy configured with ZeRO stage 3.
+    """
+    config = getattr(strategy, "config", None) if isinstance(strategy, DeepSpeedStrategy) else None
+    stage = ((config or {}).get("zero_optimization") or {}).get("stage")
+    if stage == 3:
+        raise ValueError(
+            "DeepSpeed ZeRO-3 is not supported for RL: it gathers the partitioned parameters in every "
+            "forward pass on all ranks at once, and rollout generation runs a different number of forward "
+            "passes per rank, so training would hang; use ZeRO-2 (configs/strategies/deepspeed_zero2.yaml) "
+            "or DDP (configs/strategies/ddp.yaml)"
+        )
 
 
 def _check_deepspeed_accelerator_is_cpu() -> None:

@@ -17,6 +17,11 @@ Each training step is one RL iteration:
 PPO and GRPO differ only in the estimator and the critic. The reference policy and any env (the
 synthetic env holds the frozen experience model) are kept out of the module tree (``object.__setattr__``
 / plain containers), so they are neither trained, nor in the optimizer, nor wrapped by DDP/DeepSpeed.
+The reference is a frozen copy of the initial policy, or, with LoRA (``LanguageModel.lora``), the policy
+itself with its adapters disabled (the base weights, which LoRA never changes): no second model in memory.
+A synthetic env's experience model is put on the module's device before each of its iterations
+(:meth:`~dreamgym.envs.synthetic.SyntheticEnv.place_model`; the env's ``model_device`` overrides it).
+DeepSpeed ZeRO-3 is refused (:meth:`setup`): see :func:`dreamgym.strategies.check_rl_strategy`.
 Validation/test run the policy greedily on a fixed set of held-out real tasks (``val/...``, ``test/...``).
 With an ``audit`` (:class:`~dreamgym.rl.audit.RewardAudit`), synthetic iterations replay a sample of
 their episodes in the real env after the update and log ``sim/audit_*`` (the experience model's reward
@@ -36,7 +41,8 @@ import torch
 from lightning.pytorch.cli import OptimizerCallable
 
 from dreamgym.curriculum import RewardVarianceCurriculum
-from dreamgym.modeling.factory import LanguageModel
+from dreamgym.envs.synthetic import SyntheticEnv
+from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
 from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
@@ -53,6 +59,7 @@ from dreamgym.rl.losses import (
 )
 from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
+from dreamgym.strategies import check_rl_strategy
 
 __all__ = ["PolicyRL"]
 
@@ -78,7 +85,8 @@ class PolicyRL(L.LightningModule):
             every DDP rank steps the same number of times).
         clip_eps: policy ratio clip range.
         value_clip_eps: value clip range.
-        kl_coef: coefficient of the k3 KL to the frozen reference policy (0: no reference model).
+        kl_coef: coefficient of the k3 KL to the frozen reference policy (0: no reference model; with
+            LoRA the reference is the base model, the adapters disabled).
         value_coef: coefficient of the value loss.
         entropy_coef: coefficient of the entropy bonus.
         max_grad_norm: gradient-norm clip (0: off).
@@ -86,7 +94,8 @@ class PolicyRL(L.LightningModule):
         micro_batch_size: turns per forward/backward inside a minibatch (gradient accumulation; the
             update is the same for any value, memory is not: logits are turns x length x vocab).
         log_samples: episodes written to TensorBoard as text per iteration and validation.
-        save_dir: export the trained policy here (``save_pretrained``, model + tokenizer) at the end of fit.
+        save_dir: export the trained policy here (:func:`~dreamgym.modeling.factory.export_model`: model +
+            tokenizer, LoRA adapters merged) at the end of fit.
     """
 
     def __init__(
@@ -141,7 +150,9 @@ class PolicyRL(L.LightningModule):
         self.critic = critic
         if critic is not None:
             critic.bind(self.model)
-        ref = copy.deepcopy(self.model).eval().requires_grad_(False) if kl_coef > 0 else None
+        self.lora = policy.lora is not None
+        frozen_copy = kl_coef > 0 and not self.lora
+        ref = copy.deepcopy(self.model).eval().requires_grad_(False) if frozen_copy else None
         object.__setattr__(self, "ref_model", ref)  # frozen, outside the module tree and the optimizer
         self.schedule, self.eval_env, self.curriculum, self.audit = schedule, eval_env, curriculum, audit
         self.collector = collector or RolloutCollector()
@@ -157,6 +168,10 @@ class PolicyRL(L.LightningModule):
         self._eval_envs: dict[str, Any] = {}  # plain dict: envs stay out of the module tree
 
     # ------------------------------------------------------------------ setup
+    def setup(self, stage: str) -> None:
+        """Refuse strategies RL cannot run under (DeepSpeed ZeRO-3, see ``check_rl_strategy``)."""
+        check_rl_strategy(self.trainer.strategy)
+
     def configure_optimizers(self):
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad]}]
         if self.critic is not None:
@@ -164,10 +179,16 @@ class PolicyRL(L.LightningModule):
             groups.append({"params": own, "lr": self.critic_lr})
         return self.optimizer_factory(groups)
 
-    def _ref(self):
-        if self.ref_model is not None and next(self.ref_model.parameters()).device != self.device:
+    def ref_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Logits of the reference policy: the frozen copy (moved to the module's device on first use), or
+        with LoRA the policy with its adapters disabled."""
+        kwargs = dict(input_ids=input_ids, attention_mask=attention_mask.long())
+        if self.lora:
+            with self.model.disable_adapter():
+                return self.model(**kwargs).logits
+        if next(self.ref_model.parameters()).device != self.device:
             self.ref_model.to(self.device)
-        return self.ref_model
+        return self.ref_model(**kwargs).logits
 
     def eval_env_instance(self):
         """The held-out real env (built once)."""
@@ -187,6 +208,8 @@ class PolicyRL(L.LightningModule):
         if phase is None:
             self.trainer.should_stop = True
             return None
+        if isinstance(phase.env, SyntheticEnv):
+            phase.env.place_model(self.device)
         tasks = self._pick_tasks(phase)
         coll = self.collector.collect(
             phase.env, self.model, self.tokenizer, tasks, self.group_size,
@@ -264,7 +287,6 @@ class PolicyRL(L.LightningModule):
         """Fill old/reference log-probs and (with a critic) old values, in chunks, without grad."""
         was = self.model.training
         self.model.eval()
-        ref = self._ref()
         for s in range(0, rollout.batch_size[0], self.score_batch_size):
             mb = rollout[s : s + self.score_batch_size]
             out = self.model(
@@ -274,8 +296,8 @@ class PolicyRL(L.LightningModule):
             rollout.old_log_probs[s : s + self.score_batch_size] = (
                 token_log_probs(out.logits, mb.input_ids, mb.allowed_ids) * mb.action_mask
             )
-            if ref is not None:
-                ref_logits = ref(input_ids=mb.input_ids, attention_mask=mb.attention_mask.long()).logits
+            if self.kl_coef > 0:
+                ref_logits = self.ref_logits(mb.input_ids, mb.attention_mask)
                 rollout.ref_log_probs[s : s + self.score_batch_size] = (
                     token_log_probs(ref_logits, mb.input_ids, mb.allowed_ids) * mb.action_mask
                 )
@@ -305,7 +327,7 @@ class PolicyRL(L.LightningModule):
         adv = mb.advantages.unsqueeze(1).expand_as(logp)
         parts = {"loss_policy": clipped_surrogate_loss(logp, mb.old_log_probs, adv, mask, self.clip_eps)}
         token_loss = parts["loss_policy"]
-        if self.ref_model is not None:
+        if self.kl_coef > 0:
             parts["kl_ref"] = kl_k3(logp, mb.ref_log_probs, mask)
             token_loss = token_loss + self.kl_coef * parts["kl_ref"]
         if self.entropy_coef > 0:
@@ -421,8 +443,7 @@ class PolicyRL(L.LightningModule):
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
-            self.model.save_pretrained(self.save_dir)
-            self.tokenizer.save_pretrained(self.save_dir)
+            export_model(self.model, self.tokenizer, self.save_dir)
 
     # ----------------------------------------------------------------- logging
     def _log_text(self, tag: str, coll: Collection) -> None:

@@ -1,14 +1,16 @@
 """Behaviour-cloning warm start of the policy (the paper's SFT baseline): next-token loss on the
 action tokens, optionally plus a down-weighted language-modelling loss on the prompt.
 
-One sequence per example: ``[BOS] prompt | target [EOS]``;
+One sequence per example, laid out by the tokenizer's chat template (:class:`dreamgym.modeling.chat.ChatCodec`):
+``prompt ids | reply ids`` (the plain template: ``[BOS] prompt | " " target [EOS]``), the loss on the reply ids;
 ``loss = mean_{t in target+EOS} CE_t + prompt_loss_weight * mean_{t in prompt} CE_t``.
 The prompt term (``train_on_inputs`` in other trainers; off by default) gives a small model trained
 from scratch far more copying signal than the few action tokens do: the listed actions repeat the
 product ids of the page, the results page repeats the query, history repeats states. That is what a
 policy needs to copy ids and instruction words into its actions. Logged: ``train/loss``, ``val/loss``, ``val/token_acc`` (teacher-forced
-accuracy on target tokens). At the end of fit the policy is exported with ``save_pretrained`` (model +
-tokenizer) to ``save_dir``, the ``path`` the RL configs load.
+accuracy on target tokens). At the end of fit the policy is exported with
+:func:`~dreamgym.modeling.factory.export_model` (model + tokenizer, LoRA adapters merged) to ``save_dir``,
+the ``path`` the RL configs load.
 """
 
 from __future__ import annotations
@@ -18,32 +20,32 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
-from dreamgym.modeling.factory import LanguageModel
+from dreamgym.modeling.chat import ChatCodec
+from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import logits_from_first_target
-from dreamgym.modeling.generation import encode_prompt
 from dreamgym.optim import configure_optimization
 
 __all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
 
 
-def encode_bc_batch(tokenizer, examples: list[dict[str, str]], max_length: int) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``target_mask`` (B, T) for ``examples``.
+def encode_bc_batch(
+    codec: ChatCodec, examples: list[dict[str, str]], max_length: int
+) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``target_mask`` (B, T) for ``examples``;
+    ``target_mask`` is True exactly on the reply (assistant) tokens.
 
-    Over-long prompts keep BOS and their last tokens, so the target always fits.
+    Over-long prompts keep the chat template's tokens and the user text's last tokens, so the target
+    always fits (a target longer than ``max_length`` minus the template and one prompt token is cut).
     """
     rows, masks = [], []
-    eos = tokenizer.eos_token_id
     for ex in examples:
-        prompt = encode_prompt(tokenizer, ex["prompt"])
-        target = tokenizer.encode(ex["target"], add_special_tokens=False) + [eos]
-        target = target[: max_length - 2]
-        room = max_length - len(target)
-        if len(prompt) > room:
-            prompt = prompt[:1] + prompt[-(room - 1) :]
+        target = codec.reply_ids(ex["target"])[: max_length - codec.overhead - 1]
+        prompt = codec.prompt_ids(ex["prompt"], max_length - len(target))
         rows.append(prompt + target)
         masks.append([False] * len(prompt) + [True] * len(target))
     width = max(len(r) for r in rows)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    tok = codec.tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else codec.stop_ids[0]
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
     attn = torch.zeros((len(rows), width), dtype=torch.long)
     tgt = torch.zeros((len(rows), width), dtype=torch.bool)
@@ -93,7 +95,7 @@ class PolicySFT(L.LightningModule):
         optimizer: optimizer factory (called with the model's parameters).
         lr_scheduler: optional scheduler factory (given the optimizer), stepped every optimizer step,
             e.g. ``torch.optim.lr_scheduler.OneCycleLR`` (warm-up then cosine decay).
-        max_length: token budget per example (prompt cut from the left, keeping BOS).
+        max_length: token budget per example (the prompt's user text cut from the left).
         save_dir: export the trained policy here (``save_pretrained``) at the end of fit.
         prompt_loss_weight: weight of the language-modelling loss on prompt tokens (0: action tokens
             only; see module docstring). Validation always reports the action-token loss alone.
@@ -112,20 +114,21 @@ class PolicySFT(L.LightningModule):
         if prompt_loss_weight < 0:
             raise ValueError(f"PolicySFT.prompt_loss_weight must be >= 0, got {prompt_loss_weight}")
         self.model, self.tokenizer = policy.build()
+        self.codec = ChatCodec(self.tokenizer, self.model)
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.save_dir = max_length, save_dir
         self.prompt_loss_weight = prompt_loss_weight
 
     def configure_optimizers(self):
         return configure_optimization(
-            self.model.parameters(), self.optimizer_factory, self.scheduler_factory, self.trainer.max_steps
+            [p for p in self.model.parameters() if p.requires_grad],
+            self.optimizer_factory,
+            self.scheduler_factory,
+            self.trainer.max_steps,
         )
 
     def _step(self, examples: list[dict[str, str]], train: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        b = {
-            k: v.to(self.device)
-            for k, v in encode_bc_batch(self.tokenizer, examples, self.max_length).items()
-        }
+        b = {k: v.to(self.device) for k, v in encode_bc_batch(self.codec, examples, self.max_length).items()}
         if train and self.prompt_loss_weight > 0:  # the prompt term needs logits at every position
             logits = self.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
             prompt = b["attention_mask"].bool() & ~b["target_mask"]
@@ -148,5 +151,4 @@ class PolicySFT(L.LightningModule):
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
-            self.model.save_pretrained(self.save_dir)
-            self.tokenizer.save_pretrained(self.save_dir)
+            export_model(self.model, self.tokenizer, self.save_dir)

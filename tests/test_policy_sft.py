@@ -24,10 +24,11 @@ def test_examples_follow_expert_steps_with_history(webshop_offline):
 
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
+    from dreamgym.modeling.chat import ChatCodec
 
     tok = load_tokenizer(tiny_tokenizer)
     b = encode_bc_batch(
-        tok, [{"prompt": "Instruction: buy tea\nAction:", "target": " search[tea]"}], max_length=64
+        ChatCodec(tok), [{"prompt": "Instruction: buy tea\nAction:", "target": " search[tea]"}], max_length=64
     )
     n_target = len(tok.encode(" search[tea]", add_special_tokens=False)) + 1
     assert int(b["target_mask"].sum()) == n_target and b["target_mask"][0, -1]

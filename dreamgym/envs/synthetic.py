@@ -43,6 +43,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import torch
+
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
@@ -100,6 +102,8 @@ class SyntheticEnv(TextEnvBase):
         max_steps: step limit per episode (truncation), as in the real env.
         seed: seed for task sampling.
         write_back: add every synthetic transition to the experience model's replay buffer.
+        model_device: device of the experience model (e.g. ``"cuda:1"``); None: the trainer's (see
+            :meth:`place_model`). The env's own tensors (observations, rewards) stay on the CPU.
     """
 
     env_name = "synthetic"
@@ -113,11 +117,15 @@ class SyntheticEnv(TextEnvBase):
         max_steps: int = 15,
         seed: int | None = 0,
         write_back: bool = False,
+        model_device: str | None = None,
     ):
         super().__init__(batch_size=batch_size, max_steps=max_steps, split="train", seed=seed)
+        self.model_device = model_device
         self.real_env = real_env
         self._real_cls = _real_env_class(real_env)
         self.experience = experience if experience is not None else _tiny_untrained_experience()
+        if model_device is not None:
+            self.experience.to(model_device)
         self.tasks: list[SyntheticTask] = list(tasks) if tasks else [_DEFAULT_TASK]
         self.write_back = write_back
         self.sim_errors = 0
@@ -142,6 +150,7 @@ class SyntheticEnv(TextEnvBase):
         max_steps: int = 15,
         seed: int | None = 0,
         write_back: bool = False,
+        model_device: str | None = None,
         **experience_kwargs,
     ) -> SyntheticEnv:
         """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
@@ -152,7 +161,7 @@ class SyntheticEnv(TextEnvBase):
             tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
                 (default: the train tasks of the buffer's transitions).
             buffer: replay-buffer directory (default ``<path>/buffer``).
-            batch_size, max_steps, seed, write_back: as in the constructor.
+            batch_size, max_steps, seed, write_back, model_device: as in the constructor.
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
                 ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``).
         """
@@ -173,7 +182,15 @@ class SyntheticEnv(TextEnvBase):
             raise ValueError(
                 "SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`"
             )
-        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back)
+        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device)
+
+    def place_model(self, device: torch.device | str) -> SyntheticEnv:
+        """Put the experience model on ``device`` unless ``model_device`` is configured (then it stays
+        there); a no-op when it is already in place. Returns ``self``. (TorchRL's ``EnvBase.to`` moves the
+        env's specs and outputs instead, which stay on the CPU here.)"""
+        if self.model_device is None:
+            self.experience.to(device)
+        return self
 
     def make_real_env(self, **kwargs) -> TextEnvBase:
         """A new instance of the imitated real env on the split of the task pool ("train"), with one

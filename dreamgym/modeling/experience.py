@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from dreamgym.modeling.formats import (
     ExperienceFormat,
     Neighbour,
@@ -105,6 +107,12 @@ class ExperienceModel:
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.do_sample, self.temperature, self.max_prompt_tokens = do_sample, temperature, max_prompt_tokens
         self.last_raw: list[str] = []
+
+    def to(self, device: torch.device | str) -> ExperienceModel:
+        """Move the model to ``device`` (a no-op when it is there already); returns ``self``."""
+        if next(self.model.parameters()).device != torch.device(device):
+            self.model.to(device)
+        return self
 
     # ------------------------------------------------------------ persistence
     @classmethod

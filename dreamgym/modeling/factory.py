@@ -11,20 +11,25 @@ base      512     8       8      ~29 M   larger CPU runs / a single GPU
 large     1024    16      16     ~210 M  GPU
 ========  ======  ======  =====  ======  ==========================================
 
-For real use on GPUs pass ``path`` to a local directory of any causal LM (Llama, Qwen, ...).
+For real use on GPUs pass ``path`` to a local directory of any causal LM (Llama, Qwen, ...), with a
+load ``dtype`` (``"bfloat16"``), an ``attn_implementation`` (``"sdpa"``, ``"flash_attention_2"``),
+``gradient_checkpointing`` and :class:`LoRA` adapters (``pip install -e '.[lora]'``).
 """
 
 from __future__ import annotations
 
+import copy
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedModel, Qwen2Config
 
+from dreamgym.modeling.chat import PLAIN_TEMPLATE
 from dreamgym.modeling.tokenizer import load_tokenizer
 
-__all__ = ["PRESETS", "FAMILIES", "build_model", "load_pretrained", "LanguageModel"]
+__all__ = ["PRESETS", "FAMILIES", "build_model", "load_pretrained", "LanguageModel", "LoRA", "export_model"]
 
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4),
@@ -58,16 +63,58 @@ def build_model(
     return AutoModelForCausalLM.from_config(cfg)
 
 
-def load_pretrained(path: str | os.PathLike) -> tuple[PreTrainedModel, Any]:
-    """Load model and tokenizer from a local directory written by ``save_pretrained`` (offline)."""
+def load_pretrained(path: str | os.PathLike, **model_kwargs) -> tuple[PreTrainedModel, Any]:
+    """Load model and tokenizer from a local directory written by ``save_pretrained`` (offline);
+    ``model_kwargs`` go to ``from_pretrained`` (e.g. ``dtype``, ``attn_implementation``)."""
     if not os.path.isdir(path):
         raise FileNotFoundError(
             f"model directory {str(path)!r} does not exist; train one first (see README, `make run`) "
             "or point `path` at a local Hugging Face causal-LM directory"
         )
     tok = load_tokenizer(path)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **model_kwargs)
     return model, tok
+
+
+@dataclass
+class LoRA:
+    """LoRA adapters (``peft``) on the policy: only the adapters train, the base weights stay frozen.
+
+    Args:
+        r: adapter rank.
+        alpha: scaling numerator (the update is ``alpha / r * B @ A``).
+        dropout: dropout on the adapter input.
+        target_modules: module names to adapt, or ``"all-linear"`` (every linear layer but the LM head).
+    """
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: list[str] | str = field(default="all-linear")
+
+    def apply(self, model: PreTrainedModel):
+        """``model`` wrapped as a ``peft.PeftModel`` with fresh adapters (``B = 0``: outputs unchanged)."""
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as e:
+            raise ImportError("LanguageModel.lora needs peft: pip install -e '.[lora]'") from e
+        cfg = LoraConfig(
+            r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+            target_modules=self.target_modules, task_type="CAUSAL_LM",
+        )  # fmt: skip
+        return get_peft_model(model, cfg)
+
+
+def export_model(model, tokenizer, save_dir: str | os.PathLike) -> None:
+    """``save_pretrained`` of model and tokenizer to ``save_dir``, loadable with plain ``transformers``
+    (``AutoModelForCausalLM.from_pretrained``). A ``peft`` model is exported with its adapters merged into
+    a copy of the weights, and its adapters alone are saved under ``save_dir/adapter`` (load them with
+    ``peft.PeftModel.from_pretrained(base, save_dir/adapter)`` on the base model it was trained from)."""
+    if hasattr(model, "merge_and_unload"):  # a peft model
+        model.save_pretrained(os.path.join(save_dir, "adapter"))
+        model = copy.deepcopy(model).merge_and_unload()
+    model.save_pretrained(save_dir)
+    tokenizer.save_pretrained(save_dir)
 
 
 class LanguageModel:
@@ -80,6 +127,15 @@ class LanguageModel:
         tokenizer_path: directory of a saved tokenizer for a fresh model.
         max_positions: context length of a fresh model.
         seed: initialisation seed of a fresh model.
+        dtype: parameter dtype (``"bfloat16"``, ``"float16"``, ``"float32"``; None: as saved / float32).
+        attn_implementation: ``transformers`` attention kernel (``"eager"``, ``"sdpa"``,
+            ``"flash_attention_2"``; None: the library default).
+        gradient_checkpointing: recompute activations in backward (less memory, ~30% more compute).
+        lora: train LoRA adapters instead of all weights (None: full fine-tuning).
+        chat_template: lay prompts out with the tokenizer's own chat template
+            (:mod:`dreamgym.modeling.chat`); False replaces it with the plain layout ``[BOS] prompt``,
+            ``" " action [EOS]``, which a model fine-tuned before chat templates were used expects. The
+            bundled tokenizer's template *is* the plain layout, so for it both settings are the same.
     """
 
     def __init__(
@@ -90,6 +146,11 @@ class LanguageModel:
         tokenizer_path: str | None = None,
         max_positions: int = 4096,
         seed: int = 0,
+        dtype: str | None = None,
+        attn_implementation: str | None = None,
+        gradient_checkpointing: bool = False,
+        lora: LoRA | None = None,
+        chat_template: bool = True,
     ):
         if path is None and tokenizer_path is None:
             raise ValueError(
@@ -100,11 +161,34 @@ class LanguageModel:
             raise ValueError(f"LanguageModel.preset={preset!r} is unknown; choose one of {sorted(PRESETS)}")
         self.preset, self.family, self.path = preset, family, path
         self.tokenizer_path, self.max_positions, self.seed = tokenizer_path, max_positions, seed
+        if dtype is not None and not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ValueError(f"LanguageModel.dtype={dtype!r} is not a torch dtype (e.g. 'bfloat16')")
+        self.dtype, self.attn_implementation = dtype, attn_implementation
+        self.gradient_checkpointing, self.lora, self.chat_template = (
+            gradient_checkpointing,
+            lora,
+            chat_template,
+        )
 
-    def build(self) -> tuple[PreTrainedModel, Any]:
-        """Return ``(model, tokenizer)``, the model in training mode (``from_pretrained`` returns eval mode)."""
+    def build(self) -> tuple[Any, Any]:
+        """Return ``(model, tokenizer)``, the model in training mode (``from_pretrained`` returns eval mode),
+        in ``dtype``, with the attention kernel, gradient checkpointing and LoRA adapters asked for."""
+        kwargs = {
+            k: v for k, v in (("dtype", self.dtype), ("attn_implementation", self.attn_implementation)) if v
+        }
         if self.path is not None:
-            model, tok = load_pretrained(self.path)
-            return model.train(), tok
-        tok = load_tokenizer(self.tokenizer_path)
-        return build_model(self.preset, tok, self.family, self.max_positions, self.seed), tok
+            model, tok = load_pretrained(self.path, **kwargs)
+        else:
+            tok = load_tokenizer(self.tokenizer_path)
+            model = build_model(self.preset, tok, self.family, self.max_positions, self.seed)
+            if self.attn_implementation:
+                model.set_attn_implementation(self.attn_implementation)
+            if self.dtype:
+                model.to(getattr(torch, self.dtype))
+        if not self.chat_template:
+            tok.chat_template = PLAIN_TEMPLATE
+        if self.gradient_checkpointing:
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        if self.lora is not None:
+            model = self.lora.apply(model)
+        return model.train(), tok

@@ -2,7 +2,8 @@
 
 Prompts are encoded without special tokens and prefixed with BOS (the same layout the SFT examples
 use); batches are left-padded so every row's last prompt token sits at the same position, and
-``model.generate`` reuses the KV cache across decoding steps.
+``model.generate`` reuses the KV cache across decoding steps. Generation stops at any EOS id of the
+model's generation config or the tokenizer (:func:`~dreamgym.modeling.chat.stop_token_ids`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 
 import torch
 from transformers import LogitsProcessorList
+
+from dreamgym.modeling.chat import stop_token_ids
 
 __all__ = ["encode_prompt", "generate_texts"]
 
@@ -55,6 +58,7 @@ def generate_texts(
     model.eval()
     device = next(model.parameters()).device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    eos = stop_token_ids(tokenizer, model)
     encoded = [encode_prompt(tokenizer, p) for p in prompts]
     if max_prompt_tokens:
         encoded = [ids[-max_prompt_tokens:] for ids in encoded]
@@ -79,7 +83,7 @@ def generate_texts(
             attention_mask=mask.to(device),
             max_new_tokens=max_new_tokens,
             pad_token_id=pad,
-            eos_token_id=tokenizer.eos_token_id,
+            eos_token_id=eos,
             use_cache=True,
             **kwargs,
         )

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+from dreamgym.modeling.chat import PLAIN_TEMPLATE
+
 __all__ = ["SPECIAL_TOKENS", "train_tokenizer", "load_tokenizer", "corpus_from_trajectories"]
 
 SPECIAL_TOKENS = {
@@ -26,7 +28,8 @@ def train_tokenizer(
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on ``texts`` and wrap it as a ``transformers`` fast tokenizer.
 
-    Byte-level means every string round-trips, whatever characters the data holds.
+    Byte-level means every string round-trips, whatever characters the data holds. Its chat template
+    is :data:`~dreamgym.modeling.chat.PLAIN_TEMPLATE` (``[BOS] prompt``, ``" " reply [EOS]``).
     """
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -41,6 +44,7 @@ def train_tokenizer(
     tok.train_from_iterator(texts, trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, **SPECIAL_TOKENS)
     fast.padding_side = "left"  # generation pads on the left
+    fast.chat_template = PLAIN_TEMPLATE
     return fast
 
 

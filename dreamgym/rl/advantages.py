@@ -62,7 +62,7 @@ def grpo_advantages(
         eps: added to the std.
 
     Returns:
-        (E,) advantages.
+        (E,) float advantages (float32 for lower-precision scores) on the scores' device.
     """
     if scores.dim() != 1 or scores.shape != group_ids.shape:
         raise ValueError(
@@ -71,12 +71,13 @@ def grpo_advantages(
     scores = scores.float()
     _, inv = torch.unique(group_ids, return_inverse=True)
     n_groups = int(inv.max().item()) + 1 if inv.numel() else 0
-    count = torch.zeros(n_groups).index_add_(0, inv, torch.ones_like(scores))
-    mean = torch.zeros(n_groups).index_add_(0, inv, scores) / count
+    zeros = scores.new_zeros(n_groups)  # on the scores' device and in their (float) dtype
+    count = zeros.index_add(0, inv, torch.ones_like(scores))
+    mean = zeros.index_add(0, inv, scores) / count
     centred = scores - mean[inv]
     if not scale_std:
         return centred
-    var = torch.zeros(n_groups).index_add_(0, inv, centred**2) / count
+    var = zeros.index_add(0, inv, centred**2) / count
     std = var.sqrt()[inv]
     return torch.where(std > 0, centred / (std + eps), torch.zeros_like(centred))
 
@@ -101,7 +102,7 @@ def gae_advantages(
         lam: GAE lambda.
 
     Returns:
-        ``(advantages, returns)``, each (N,).
+        ``(advantages, returns)``, each (N,) float (float32 for lower-precision inputs) on the values' device.
     """
     if not (rewards.shape == values.shape == dones.shape) or rewards.dim() != 1:
         raise ValueError(
@@ -112,15 +113,17 @@ def gae_advantages(
         raise ValueError(
             "gae_advantages: the last turn must end its episode (dones[-1] is False); pass whole episodes"
         )
-    adv = torch.zeros(n, dtype=torch.float32)
-    next_adv, next_value = 0.0, 0.0
-    for t in range(n - 1, -1, -1):
-        cont = 0.0 if bool(dones[t]) else 1.0
-        delta = float(rewards[t]) + gamma * next_value * cont - float(values[t])
-        next_adv = delta + gamma * lam * cont * next_adv
-        adv[t] = next_adv
-        next_value = float(values[t])
-    return adv, adv + values.float()
+    values, rewards = values.float(), rewards.float()
+    cont = (~dones.bool()).to(values.dtype)
+    next_values = torch.cat([values[1:], values.new_zeros(1)]) * cont
+    delta = rewards + gamma * next_values - values
+    decay = gamma * lam * cont
+    adv = torch.empty_like(delta)
+    running = delta.new_zeros(())
+    for t in range(n - 1, -1, -1):  # A_t = delta_t + decay_t * A_{t+1}, on the values' device
+        running = delta[t] + decay[t] * running
+        adv[t] = running
+    return adv, adv + values
 
 
 class AdvantageEstimator:

@@ -7,8 +7,9 @@ when it ends, the slot is reset (TorchRL partial reset, ``_reset``) with the nex
 slots with nothing left to do are skipped with TorchRL partial steps (``_step``), so no env step is
 ever wasted (each one is counted as a transition).
 
-One policy turn = one sample: the prompt (:class:`dreamgym.modeling.policy_format.PolicyFormat`) is the
-context, the generated tokens are the response; the result is a list of :class:`~dreamgym.rl.rollout.Turn`
+One policy turn = one sample: the prompt (:class:`dreamgym.modeling.policy_format.PolicyFormat`, laid out
+by the tokenizer's chat template, :class:`dreamgym.modeling.chat.ChatCodec`) is the context, the generated
+tokens up to the first stop id are the response; the result is a list of :class:`~dreamgym.rl.rollout.Turn`
 ordered by episode, plus per-episode records for metrics, logging and replay-buffer write-back.
 """
 
@@ -26,7 +27,7 @@ from tensordict import TensorDict
 
 from dreamgym.envs.base import as_text_list, text_stack
 from dreamgym.modeling.action_constraint import ActionGrammar, allowed_fn
-from dreamgym.modeling.generation import encode_prompt
+from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.rollout import Turn
 from dreamgym.schema import Trajectory, Transition
@@ -134,7 +135,8 @@ class RolloutCollector:
         format: the policy's prompt/parse format.
         max_new_tokens: generation budget per action.
         temperature: sampling temperature (training rollouts; evaluation is greedy).
-        max_prompt_tokens: prompts keep BOS and their last this-many tokens.
+        max_prompt_tokens: prompts are cut to this many tokens: the chat template's tokens stay, the
+            user text keeps its last tokens.
         gen_batch_size: prompts per ``generate`` call.
         constrained: decode only admissible actions (:mod:`dreamgym.modeling.action_constraint`): the
             policy samples from its distribution renormalised over the tokens the state's
@@ -202,6 +204,7 @@ class RolloutCollector:
         finished: list[Episode] = []
         turns_by_ep: dict[int, list[Turn]] = {}
         self._reset(env, slot_ep, list(range(n_slots)), todo)
+        codec = ChatCodec(tokenizer, model)
         transitions = gen_tokens = 0
         while any(e is not None for e in slot_ep):
             active = [i for i, e in enumerate(slot_ep) if e is not None]
@@ -210,15 +213,15 @@ class RolloutCollector:
                     self._finish(slot_ep[i], slot_turns.pop(i, []), turns_by_ep, finished, truncated=True)
                     slot_ep[i] = None
                 break
-            prompts = [self._prompt_ids(tokenizer, slot_ep[i]) for i in active]
+            prompts = [self._prompt_ids(codec, slot_ep[i]) for i in active]
             grammars = [self._grammar(tokenizer, slot_ep[i]) for i in active] if self.constrained else None
-            responses = self._generate(model, tokenizer, prompts, greedy, grammars)
+            responses = self._generate(model, codec, prompts, greedy, grammars)
             gen_tokens += sum(len(r) for r in responses)
             texts = [tokenizer.decode(r, skip_special_tokens=True) for r in responses]
             actions = [""] * n_slots
             for i, text in zip(active, texts, strict=True):
                 actions[i] = self.format.parse(text).action
-            mask = torch.zeros(n_slots, 1, dtype=torch.bool)
+            mask = torch.zeros(n_slots, 1, dtype=torch.bool, device=env.device)
             mask[active] = True
             td = TensorDict(
                 {"action": text_stack(actions, env.batch_size), "_step": mask}, batch_size=env.batch_size
@@ -244,8 +247,8 @@ class RolloutCollector:
     def _reset(self, env, slot_ep, slots, todo, current=None) -> None:
         """(Re)start ``slots`` with the next queued episodes; slots with none left stay idle."""
         n = env.batch_size[0]
-        reset = torch.zeros(n, 1, dtype=torch.bool)
-        task_index = torch.zeros(n, 1, dtype=torch.long)
+        reset = torch.zeros(n, 1, dtype=torch.bool, device=env.device)
+        task_index = torch.zeros(n, 1, dtype=torch.long, device=env.device)
         for i in slots:
             if not todo:
                 break
@@ -267,13 +270,10 @@ class RolloutCollector:
                 ep.states.append(str(states[i]))
                 ep.available.append(list(avail[i]))
 
-    def _prompt_ids(self, tokenizer, ep: Episode) -> list[int]:
+    def _prompt_ids(self, codec: ChatCodec, ep: Episode) -> list[int]:
         history = list(zip(ep.states[:-1], ep.actions, strict=True))
         text = self.format.prompt(ep.instruction, ep.states[-1], ep.available[-1], history)
-        ids = encode_prompt(tokenizer, text)
-        if len(ids) > self.max_prompt_tokens:
-            ids = ids[:1] + ids[-(self.max_prompt_tokens - 1) :]
-        return ids
+        return codec.prompt_ids(text, self.max_prompt_tokens)
 
     def _grammar(self, tokenizer, ep: Episode) -> ActionGrammar:
         return ActionGrammar(
@@ -283,7 +283,7 @@ class RolloutCollector:
     def _generate(
         self,
         model,
-        tokenizer,
+        codec: ChatCodec,
         prompts: list[list[int]],
         greedy: bool,
         grammars: list[ActionGrammar] | None = None,
@@ -291,8 +291,8 @@ class RolloutCollector:
         was_training = model.training
         model.eval()
         device = next(model.parameters()).device
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        eos = tokenizer.eos_token_id
+        tokenizer = codec.tokenizer
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else codec.stop_ids[0]
         out: list[list[int]] = [[] for _ in prompts]
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         for s in range(0, len(order), self.gen_batch_size):
@@ -314,13 +314,10 @@ class RolloutCollector:
                 )
             gen = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=self.max_new_tokens,
-                pad_token_id=pad, eos_token_id=eos, use_cache=True, **sampling,
+                pad_token_id=pad, eos_token_id=codec.stop_ids, use_cache=True, **sampling,
             )  # fmt: skip
             for r, i in enumerate(rows):
-                new = gen[r, width:].tolist()
-                if eos in new:
-                    new = new[: new.index(eos) + 1]
-                out[i] = new or [eos]
+                out[i] = codec.cut_reply(gen[r, width:].tolist())
         if was_training:
             model.train()
         return out

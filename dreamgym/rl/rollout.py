@@ -86,7 +86,9 @@ class Turn:
 def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
     """Pad ``turns`` (already ordered by episode, then turn) into a :class:`RolloutBatch`.
 
-    Log-probs, values, advantages and returns start at zero; the trainer fills them in.
+    Every field is built on the CPU with an explicit dtype (float32 for log-probs, values, rewards,
+    advantages and returns, whatever the default dtype); move the batch with ``.to(device)``. Log-probs,
+    values, advantages and returns start at zero; the trainer fills them in.
 
     Raises:
         ValueError: if ``turns`` is empty or a turn has an empty response.
@@ -119,18 +121,19 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
         return torch.tensor([getattr(t, name) for t in turns], dtype=dtype)
 
     zeros_tok = torch.zeros((n, length), dtype=torch.float32)
+    zeros_turn = torch.zeros(n, dtype=torch.float32)  # explicit: bf16-true makes bf16 the default dtype
     return RolloutBatch(
         input_ids=ids,
         attention_mask=attn,
         action_mask=act,
         old_log_probs=zeros_tok.clone(),
         ref_log_probs=zeros_tok.clone(),
-        old_values=torch.zeros(n),
+        old_values=zeros_turn.clone(),
         rewards=col("reward", torch.float32),
         dones=col("done", torch.bool),
         terminated=col("terminated", torch.bool),
-        advantages=torch.zeros(n),
-        returns=torch.zeros(n),
+        advantages=zeros_turn.clone(),
+        returns=zeros_turn.clone(),
         task_index=col("task_index", torch.long),
         group_id=col("group_id", torch.long),
         episode_id=col("episode_id", torch.long),
