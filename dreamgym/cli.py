@@ -36,23 +36,59 @@ def _lightning_cli(argv: list[str], run: bool = True):
     import dreamgym.strategies  # noqa: F401  (registers the deepspeed_cpu* names for --trainer.strategy)
 
     class DreamGymCLI(LightningCLI):
+        def before_instantiate_classes(self) -> None:
+            cfg = self.config.get(self.subcommand) if self.subcommand else None
+            if cfg is not None and cfg.get("ckpt_path") == "last":
+                _resume_last(cfg)
+
         def add_arguments_to_parser(self, parser):
             # Values that must agree are given once. A link whose source does not exist for the chosen
             # model class (e.g. the experience-model SFT) is skipped by jsonargparse.
             for source, target in LINKS:
                 parser.link_arguments(source, target, apply_on="parse")
 
-    return DreamGymCLI(
-        LightningModule,
-        LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        auto_configure_optimizers=False,
-        save_config_kwargs={"overwrite": True},
-        parser_kwargs={"parser_mode": "yaml"},
-        args=argv,
-        run=run,
-    )
+    prog, sys.argv = (
+        sys.argv,
+        ["python -m dreamgym"],
+    )  # args= is the command line (no "args and argv" warning)
+    try:
+        return DreamGymCLI(
+            LightningModule,
+            LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            auto_configure_optimizers=False,
+            save_config_kwargs={"overwrite": True},
+            parser_kwargs={"parser_mode": "yaml"},
+            args=argv,
+            run=run,
+        )
+    finally:
+        sys.argv = prog
+
+
+def _resume_last(cfg) -> None:
+    """``--ckpt_path last``: the newest ``version_*/checkpoints/last.ckpt`` of the configured logger's
+    ``save_dir/name``, and log into that version again (Lightning alone looks only in the new run's
+    version folder, finds nothing and silently starts from step 0)."""
+    from pathlib import Path
+
+    logger = cfg.get("trainer", {}).get("logger")
+    init = logger.get("init_args") if hasattr(logger, "get") else None
+    if init is None or init.get("save_dir") is None:
+        return  # no file logger configured: Lightning's own lookup applies
+    root = Path(init.get("save_dir")) / (init.get("name") or "lightning_logs")
+    found = sorted(root.glob("version_*/checkpoints/last.ckpt"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        print(
+            f"[dreamgym] --ckpt_path last: no last.ckpt under {root}/version_*/checkpoints; starting fresh",
+            flush=True,
+        )
+        cfg.ckpt_path = None
+        return
+    cfg.ckpt_path = str(found[-1])
+    init.version = found[-1].parents[1].name
+    print(f"[dreamgym] --ckpt_path last: resuming {cfg.ckpt_path}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

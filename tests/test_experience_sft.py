@@ -187,9 +187,11 @@ def test_cli_fit_exports_and_resumes(toy_data, tmp_path):
     assert ckpts, "no checkpoint written"
     state = torch.load(ckpts[0], weights_only=False)
     assert state["global_step"] == 2
-    _cli(_fit_args(toy_data, tmp_path, 4, ["--ckpt_path", str(ckpts[0])]))
+    _cli(_fit_args(toy_data, tmp_path, 4, ["--ckpt_path", "last"]))  # finds the run's last checkpoint
     resumed = torch.load(sorted((tmp_path / "runs").rglob("last.ckpt"))[-1], weights_only=False)
     assert resumed["global_step"] == 4
+    versions = {p.parents[1].name for p in (tmp_path / "runs").rglob("last.ckpt")}
+    assert versions == {ckpts[0].parents[1].name}  # logged into the same version, not a new one
     events = list((tmp_path / "runs").rglob("events.out.tfevents*"))
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
