@@ -21,6 +21,20 @@ EXTRA_COMMANDS: dict[str, str] = {
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
 
+USAGE = """usage: python -m dreamgym <command> [options]   (python -m dreamgym <command> --help for its options)
+
+Lightning stages (configs/*.yaml through LightningCLI):
+  fit        train: experience-model SFT, policy warm start, PPO/GRPO (--config configs/X.yaml)
+  validate   run a config's validation loop (e.g. greedy held-out real tasks for RL)
+  test       run a config's test loop
+  predict    run a config's predict loop
+Other commands:
+  collect    play scripted agents in a real env and write trajectories (JSONL)
+  tokenizer  train the BPE tokenizer on trajectory files
+  pipeline   the whole DreamGym chain, resumable stage by stage (configs/pipeline_webshop.yaml)
+  serve      serve an env (webshop, alfworld, synthetic) over AgentGym's HTTP protocol
+"""
+
 LINKS: list[tuple[str, str]] = [
     # RL: validation/test batches hold as many tasks as the held-out env has slots (one episode per slot)
     ("model.init_args.eval_env.init_args.batch_size", "data.init_args.eval_batch_tasks"),
@@ -95,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return
     if argv and argv[0] in EXTRA_COMMANDS:
         module, fn = EXTRA_COMMANDS[argv[0]].split(":")
         getattr(importlib.import_module(module), fn)(argv[1:])
