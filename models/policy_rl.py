@@ -168,6 +168,10 @@ class PolicyRL(L.LightningModule):
         self._eval_envs: dict[str, Any] = {}  # plain dict: envs stay out of the module tree
 
     # ------------------------------------------------------------------ setup
+    def planned_steps(self) -> int | None:
+        """RL iterations the schedule plans (one training step each), for progress lines."""
+        return self.schedule.planned_iterations()
+
     def setup(self, stage: str) -> None:
         """Refuse strategies RL cannot run under (DeepSpeed ZeRO-3, see ``check_rl_strategy``)."""
         check_rl_strategy(self.trainer.strategy)

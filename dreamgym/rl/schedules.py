@@ -53,6 +53,10 @@ class Schedule:
         raise NotImplementedError
 
     # -- public API
+    def planned_iterations(self) -> int | None:
+        """How many iterations the schedule plans (``None`` when a real-transition budget decides)."""
+        return None
+
     def check(self) -> None:
         """Check every env spec can be built (e.g. the experience model exists); raise naming the fix."""
         for spec in self.env_specs().values():
@@ -131,6 +135,9 @@ class RealSchedule(Schedule):
     def _budget(self) -> int | None:
         return self.budget
 
+    def planned_iterations(self) -> int | None:
+        return self.iterations if self.budget is None else None
+
     def _plan(self, episodes: int):
         if self.iterations is not None and self.iteration >= self.iterations:
             return None
@@ -151,6 +158,9 @@ class SyntheticSchedule(Schedule):
 
     def env_specs(self) -> dict[str, EnvSpec]:
         return {"synthetic": self.spec}
+
+    def planned_iterations(self) -> int | None:
+        return self.iterations
 
     def _plan(self, episodes: int):
         return None if self.iteration >= self.iterations else ("synthetic", self.spec)
@@ -188,6 +198,9 @@ class Sim2RealSchedule(Schedule):
 
     def _budget(self) -> int | None:
         return self.real_budget
+
+    def planned_iterations(self) -> int | None:
+        return None if self.real_iterations is None else self.synthetic_iterations + self.real_iterations
 
     @property
     def phase_name(self) -> str:

@@ -1,0 +1,20 @@
+"""Progress lines: totals and ETA, bounded by max_time; the RL module reports its planned iterations."""
+
+from dreamgym.progress import eta_line
+
+
+def test_eta_line_total_rate_and_time_cap():
+    line = eta_line("ExperienceSFT", 120, 1800, 1.2, None, {"train/loss": 2.3125})
+    assert line == "[ExperienceSFT] step 120/1800 (6.7 %), 1.20 s/step, ETA 33.6 min, train/loss 2.312"
+    assert eta_line("PolicyRL", 3, 30, 60.0, 120.0, {}).endswith("ETA 2.0 min")  # max_time ends first
+    assert eta_line("PolicyRL", 3, None, 60.0, None, {}) == "[PolicyRL] step 3, 60.00 s/step"
+    assert eta_line("X", 0, 10, None, None, {}) == "[X] step 0/10 (0.0 %)"
+
+
+def test_schedules_plan_iterations():
+    from dreamgym.rl.schedules import RealSchedule, Sim2RealSchedule, SyntheticSchedule
+
+    assert SyntheticSchedule(None, iterations=7).planned_iterations() == 7
+    assert RealSchedule(None, iterations=5).planned_iterations() == 5
+    assert RealSchedule(None, budget=100).planned_iterations() is None
+    assert Sim2RealSchedule(None, None, synthetic_iterations=4, real_iterations=2).planned_iterations() == 6
