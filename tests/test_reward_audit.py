@@ -39,6 +39,9 @@ class AlwaysSuccess:
     def predict(self, queries):
         return [ParsedOutcome(True, DONE_PAGE, reward=1.0, done=True, score=1.0) for _ in queries]
 
+    def to(self, device):  # the device seam SyntheticEnv.place_model calls; nothing to move
+        return self
+
 
 def _episodes(trajs, lie: bool = False) -> list[Episode]:
     """Episodes of recorded real trajectories; ``lie``: the synthetic env called every one a success."""
