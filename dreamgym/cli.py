@@ -61,24 +61,17 @@ def _lightning_cli(argv: list[str], run: bool = True):
             for source, target in LINKS:
                 parser.link_arguments(source, target, apply_on="parse")
 
-    prog, sys.argv = (
-        sys.argv,
-        ["python -m dreamgym"],
-    )  # args= is the command line (no "args and argv" warning)
-    try:
-        return DreamGymCLI(
-            LightningModule,
-            LightningDataModule,
-            subclass_mode_model=True,
-            subclass_mode_data=True,
-            auto_configure_optimizers=False,
-            save_config_kwargs={"overwrite": True},
-            parser_kwargs={"parser_mode": "yaml"},
-            args=argv,
-            run=run,
-        )
-    finally:
-        sys.argv = prog
+    return DreamGymCLI(
+        LightningModule,
+        LightningDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        auto_configure_optimizers=False,
+        save_config_kwargs={"overwrite": True},
+        parser_kwargs={"parser_mode": "yaml"},
+        args=argv,
+        run=run,
+    )
 
 
 def _resume_last(cfg) -> None:
