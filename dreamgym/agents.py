@@ -25,6 +25,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from dreamgym._imports import resolve
+from dreamgym.envs.webshop.checks import listed_products, price_cap
 
 __all__ = [
     "Agent",
@@ -178,7 +179,6 @@ class WebShopExpert(Agent):
         return "click[back to search]"
 
 
-_PRICE_CAP = re.compile(r"price lower than ([\d.]+) dollars")
 _STOP = frozenset(
     "a an and are as at be but by can do for from find get help i i'm im in is it looking me my need of on "
     "or please some that the this to want which with would you".split()
@@ -190,22 +190,9 @@ def _content_words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())) - _STOP
 
 
-def _price_cap(instruction: str) -> float | None:
-    """The ``price lower than X dollars`` cap of an instruction, ``None`` if it has none."""
-    m = _PRICE_CAP.search(instruction.lower())
-    return float(m.group(1).rstrip(".")) if m else None
-
-
 def _names_value(text: str, value: str) -> bool:
     """Whether ``value`` occurs in ``text`` as whole words (``large`` is not in ``x-large``, ``8`` not in ``8.5``)."""
     return re.search(rf"(?<![\w'\-.]){re.escape(value)}(?![\w'\-]|\.\d)", text) is not None
-
-
-def _parse_product(line: str) -> tuple[str, str, list[float]]:
-    """``[product] asin | title | $p1 to $p2`` -> ``(asin, title, [p1, p2])`` (titles may contain ``|``)."""
-    parts = line[len("[product] ") :].split(" | ")
-    prices = [float(p.rstrip(".")) for p in re.findall(r"\$([\d.]+)", parts[-1])]
-    return parts[0].strip(), " | ".join(parts[1:-1]), prices
 
 
 def _parse_options(lines: list[str]) -> list[tuple[list[str], str | None]]:
@@ -267,13 +254,13 @@ class VisibleTextAgent(Agent):
 
     def _results(self, instruction: str, lines: list[str], actions: list[str]) -> str:
         """Page once if drawn, else open the best (or, if drawn, second-best) listed product."""
-        products = [_parse_product(line) for line in lines if line.startswith("[product] ")]
+        products = listed_products("\n".join(lines))
         if not self.paged and "click[next >]" in actions:
             self.paged = True
             return "click[next >]"
         if not products:
             return "click[< prev]" if "click[< prev]" in actions else "click[back to search]"
-        words, cap = _content_words(_PRICE_CLAUSE.sub("", instruction.lower())), _price_cap(instruction)
+        words, cap = _content_words(_PRICE_CLAUSE.sub("", instruction.lower())), price_cap(instruction)
         scored = [
             (cap is None or (bool(prices) and min(prices) <= cap), len(words & _content_words(title)), -i)
             for i, (_, title, prices) in enumerate(products)

@@ -20,7 +20,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from dreamgym.envs.webshop.checks import check_purchase, named_in, page_facts, price_cap, stems
+from dreamgym.envs.webshop.checks import (
+    check_purchase,
+    listed_products,
+    named_in,
+    page_facts,
+    price_cap,
+    stems,
+)
 from dreamgym.schema import Transition
 from dreamgym.teachers.base import Teacher
 
@@ -170,8 +177,7 @@ class WebShopTeacher(Teacher):
         """What the results page shows: the best title match with the instruction and prices under the cap."""
         goal = stems(t.instruction)
         cap = price_cap(t.instruction)
-        products = [ln.split(" | ") for ln in t.next_state.splitlines() if ln.startswith("[product] ")]
-        products = [p for p in products if len(p) >= 3]
+        products = listed_products(t.next_state)
         if not products:
             return "This page lists no products."
         shared = [sorted(stems(p[1]) & goal) for p in products]
@@ -179,13 +185,13 @@ class WebShopTeacher(Teacher):
         s = f"The page lists {len(products)} products."
         if shared[best]:
             s += (
-                f" The title sharing the most words with the goal is {products[best][0][len('[product] ') :]}"
+                f" The title sharing the most words with the goal is {products[best][0]}"
                 f" ({_q(shared[best], 4)})."
             )
         else:
             s += " No listed title shares a word with the goal."
         if cap is not None:
-            under = sum(1 for p in products if _lowest(p[2]) is not None and _lowest(p[2]) <= cap)
+            under = sum(1 for p in products if p[2] and min(p[2]) <= cap)
             s += f" {under} of {len(products)} are listed from at most ${cap:.2f}."
         return s
 
@@ -249,10 +255,3 @@ class WebShopTeacher(Teacher):
             else f", times {r_type:g}: the score is {score:.2f}"
         )
         return s + (" and the reward is 1." if t.success else " and the reward is 0.")
-
-
-def _lowest(price_tag: str) -> float | None:
-    try:
-        return float(price_tag.strip().lstrip("$").split(" to ")[0])
-    except ValueError:
-        return None

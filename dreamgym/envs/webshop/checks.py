@@ -152,6 +152,17 @@ def page_facts(state: str) -> PageFacts:
     return f
 
 
+def listed_products(state: str) -> list[tuple[str, str, list[float]]]:
+    """The results page's ``[product] asin | title | $p1 to $p2`` lines as ``(asin, title, [p1, p2])``
+    (titles may contain `` | ``)."""
+    out = []
+    for line in str(state).splitlines():
+        if line.startswith("[product] "):
+            parts = line[len("[product] ") :].split(" | ")
+            out.append((parts[0].strip(), " | ".join(parts[1:-1]), _money(parts[-1])))
+    return out
+
+
 def price_cap(instruction: str) -> float | None:
     """The instruction's ``price lower than X dollars`` cap, or ``None`` when it states none."""
     m = _CAP_RE.search(instruction.lower())
