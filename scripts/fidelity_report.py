@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,7 @@ from dreamgym.collect import collect_trajectories  # noqa: E402
 from dreamgym.fidelity import open_loop_eval, teacher_forced_eval  # noqa: E402
 from dreamgym.modeling.experience import ExperienceModel  # noqa: E402
 from dreamgym.observability import audit  # noqa: E402
+from dreamgym.provenance import result_meta  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
 SCRIPTED = ("expert", "random", "non_oracle", "near_miss")
@@ -65,15 +65,6 @@ def collect_sources(args) -> dict[str, list]:
             raise SystemExit(f"--source {spec!r}: holds non-test-split episodes; fidelity is held-out only")
         out[name] = trajs
     return out
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def report(
@@ -144,8 +135,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
     meta = {
-        "command": "python scripts/fidelity_report.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "commit": _commit(),
+        **result_meta("scripts/fidelity_report.py", argv),
         "model": str(args.model),
         "k": em.fmt.k,
         "use_reasoning": em.fmt.use_reasoning,

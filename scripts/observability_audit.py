@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dreamgym.collect import collect_trajectories  # noqa: E402
 from dreamgym.observability import audit, format_report  # noqa: E402
+from dreamgym.provenance import result_meta  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
 SCRIPTED = {"expert": 1, "random": 2, "non_oracle": 1, "near_miss": 1}  # random buys in ~half its episodes
@@ -51,11 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     for label, rep in reports.items():
         print(f"## {label}\n{format_report(rep)}\n")
     if args.out:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        meta = {
-            "command": "python scripts/observability_audit.py " + " ".join(sys.argv[1:]),
-            "commit": commit,
-        }
+        meta = result_meta("scripts/observability_audit.py", argv)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"_meta": meta, **reports}, indent=2) + "\n")
     return reports
