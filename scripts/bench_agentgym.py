@@ -11,13 +11,16 @@ episode after ``done`` or every 10 steps). Prints steps/s and step latency perce
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
 
+from dreamgym.provenance import result_meta
 from dreamgym.serve.server import build_pool, create_app, serve_in_thread
 
 
@@ -72,13 +75,19 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--steps", type=int, default=200, help="steps per client")
     p.add_argument("--url", default=None, help="a running server (default: start one in-process)")
+    p.add_argument("--out", default=None, help="also write the figures (with command and commit) as JSON")
     args = p.parse_args()
     if args.url:
-        print(run(args.url, args.clients, args.steps))
-        return
-    pool, protocol = build_pool(args.env, split="test", observation_mode=args.observation_mode)
-    with serve_in_thread(create_app(pool, protocol)) as url:
-        print(run(url, args.clients, args.steps))
+        result = run(args.url, args.clients, args.steps)
+    else:
+        pool, protocol = build_pool(args.env, split="test", observation_mode=args.observation_mode)
+        with serve_in_thread(create_app(pool, protocol)) as url:
+            result = run(url, args.clients, args.steps)
+    print(result)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        meta = result_meta("scripts/bench_agentgym.py")
+        Path(args.out).write_text(json.dumps({"_meta": meta, **result}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
