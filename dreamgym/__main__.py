@@ -1,4 +1,4 @@
-from dreamgym.cli import main
+from dreamgym.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

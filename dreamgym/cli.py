@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
+import warnings
 
-__all__ = ["main", "EXTRA_COMMANDS", "LINKS"]
+__all__ = ["main", "run", "EXTRA_COMMANDS", "LINKS", "STAGES"]
+
+STAGES = ("fit", "validate", "test", "predict")
+"""The LightningCLI subcommands."""
 
 EXTRA_COMMANDS: dict[str, str] = {
     "collect": "dreamgym.collect:main",
@@ -33,6 +38,8 @@ Other commands:
   tokenizer  train the BPE tokenizer on trajectory files
   pipeline   the whole DreamGym chain, resumable stage by stage (configs/pipeline_webshop.yaml)
   serve      serve an env (webshop, alfworld, synthetic) over AgentGym's HTTP protocol
+Errors in the input (a config key, a path, a value) print one `error:` line and exit with code 2;
+add --debug (or set DREAMGYM_DEBUG=1) for the traceback.
 """
 
 LINKS: list[tuple[str, str]] = [
@@ -61,17 +68,56 @@ def _lightning_cli(argv: list[str], run: bool = True):
             for source, target in LINKS:
                 parser.link_arguments(source, target, apply_on="parse")
 
-    return DreamGymCLI(
-        LightningModule,
-        LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        auto_configure_optimizers=False,
-        save_config_kwargs={"overwrite": True},
-        parser_kwargs={"parser_mode": "yaml"},
-        args=argv,
-        run=run,
+    # Parse errors raise (ArgumentError) instead of printing the whole usage; ``main`` shortens them.
+    stage_kwargs = {"exit_on_error": False, "allow_abbrev": False, "prog": "python -m dreamgym"}
+    with warnings.catch_warnings():
+        # ``args=`` is how this CLI is meant to be driven (sys.argv stays untouched for DDP re-launches)
+        warnings.filterwarnings("ignore", message=r"LightningCLI's args parameter")
+        return DreamGymCLI(
+            LightningModule,
+            LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            auto_configure_optimizers=False,
+            save_config_kwargs={"overwrite": True},
+            parser_kwargs={"parser_mode": "yaml", **stage_kwargs, **{s: dict(stage_kwargs) for s in STAGES}},
+            args=argv,
+            run=run,
+        )
+
+
+def _parse_error(stage: str, message: str) -> ValueError:
+    """A jsonargparse error as one short message: the complaint, "did you mean" hints, where help is."""
+    from lightning.pytorch import Trainer
+
+    from dreamgym.errors import did_you_mean
+
+    known = ["seed_everything", "ckpt_path", "model", "data", "optimizer", "lr_scheduler", "trainer"]
+    known += [f"trainer.{p}" for p in inspect_parameters(Trainer)]
+    lines = [ln.strip().lstrip("- ").rstrip(":") for ln in message.splitlines() if ln.strip()]
+    wanted = (r"not accepted|unrecognized|not expected|No action|does not exist|not a valid|"
+              r"Expected a <class '(?!NoneType)|Problem with|Parser key")  # fmt: skip
+    keep = [
+        ln
+        for i, ln in enumerate(lines)
+        if re.search(wanted, ln, re.IGNORECASE) and (i or "Parser key" not in ln)
+    ]
+    text = "; ".join(dict.fromkeys(keep or lines[:3])).replace("Problem with given class_path", "in")
+    text = re.sub(r'Parser key "([\w.]+)"', r"\1", text).replace("<class '", "").replace("'>", "")
+    text = re.sub(r"; Expected a (\w+)\. Got value: ", r": expected \1, got ", text)
+    hints = did_you_mean(message, known)
+    return ValueError(
+        f"python -m dreamgym {stage}: {text}"
+        + (f" -- {' ; '.join(hints)}" if hints else "")
+        + f" (`python -m dreamgym {stage} --help` lists the options)"
     )
+
+
+def inspect_parameters(cls) -> list[str]:
+    """Constructor argument names of ``cls``."""
+    import inspect
+
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
 
 def _resume_last(cfg) -> None:
@@ -109,4 +155,17 @@ def main(argv: list[str] | None = None) -> None:
         module, fn = EXTRA_COMMANDS[argv[0]].split(":")
         getattr(importlib.import_module(module), fn)(argv[1:])
         return
-    _lightning_cli(argv)
+    from jsonargparse import ArgumentError
+
+    try:
+        _lightning_cli(argv)
+    except ArgumentError as exc:
+        stage = next((a for a in argv if a in STAGES), argv[0])
+        raise _parse_error(stage, str(exc)) from None
+
+
+def run() -> None:
+    """``python -m dreamgym``: :func:`main` behind the error boundary (:mod:`dreamgym.errors`)."""
+    from dreamgym.errors import run_guarded
+
+    sys.exit(run_guarded(main))

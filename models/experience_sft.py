@@ -184,10 +184,17 @@ class ExperienceSFT(L.LightningModule):
         dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
         return getattr(dm, "format", None) or ExperienceFormat()
 
-    def _losses(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        enc = {
+    def encode(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        """The batch's tensors (:func:`encode_examples`) on the module's device."""
+        return {
             k: v.to(self.device) for k, v in encode_examples(self.tokenizer, batch, self.max_length).items()
         }
+
+    def _losses(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        return self.losses_from_encoded(self.encode(batch))
+
+    def losses_from_encoded(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """:func:`experience_sft_loss` of an :meth:`encode` batch, plus ``tokens`` (non-padding)."""
         logits, start = logits_from_first_target(
             self.model, enc["input_ids"], enc["attention_mask"], enc["parts"] > PROMPT
         )

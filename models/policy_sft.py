@@ -127,8 +127,19 @@ class PolicySFT(L.LightningModule):
             self.trainer.max_steps,
         )
 
+    def encode(self, examples: list[dict[str, str]]) -> dict[str, torch.Tensor]:
+        """The batch's tensors (:func:`encode_bc_batch`) on the module's device."""
+        return {
+            k: v.to(self.device) for k, v in encode_bc_batch(self.codec, examples, self.max_length).items()
+        }
+
     def _step(self, examples: list[dict[str, str]], train: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        b = {k: v.to(self.device) for k, v in encode_bc_batch(self.codec, examples, self.max_length).items()}
+        return self.loss_from_encoded(self.encode(examples), train)
+
+    def loss_from_encoded(
+        self, b: dict[str, torch.Tensor], train: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, token accuracy)`` of an :meth:`encode` batch."""
         if train and self.prompt_loss_weight > 0:  # the prompt term needs logits at every position
             logits = self.model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
             prompt = b["attention_mask"].bool() & ~b["target_mask"]

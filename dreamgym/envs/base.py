@@ -117,10 +117,13 @@ class TextEnvBase(EnvBase):
 
     def __init__(self, batch_size=(1,), max_steps: int = 15, split: str = "train", seed: int | None = 0):
         batch_size = torch.Size(batch_size if not isinstance(batch_size, int) else (batch_size,))
-        if len(batch_size) != 1:
-            raise ValueError(f"batch_size must have one dimension, e.g. [4]; got {list(batch_size)}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        name = type(self).__name__
+        if len(batch_size) != 1 or batch_size[0] < 1:
+            raise ValueError(
+                f"{name}.batch_size={list(batch_size)}: give one positive number of parallel slots, e.g. [4]"
+            )
+        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+            raise ValueError(f"{name}.max_steps={max_steps!r}: give an integer >= 1 (steps per episode)")
         super().__init__(batch_size=batch_size, device="cpu")
         self.max_steps = int(max_steps)
         self.split = split
@@ -289,6 +292,11 @@ class TextEnvBase(EnvBase):
         if "_step" in tensordict.keys():  # TorchRL partial step: only these slots act
             mask = tensordict.get("_step").reshape(n).cpu().numpy().astype(bool)
             active = [i for i in range(n) if mask[i]]
+        if any(self._obs[i] is None for i in active):
+            raise RuntimeError(
+                f"{type(self).__name__}.step() before reset(): call env.reset() first (slots "
+                f"{[i for i in active if self._obs[i] is None]} have no episode)"
+            )
         acted = (
             dict(zip(active, self._act_slots(active, [actions[i] for i in active]), strict=True))
             if active

@@ -1,0 +1,180 @@
+"""The bad-input battery: every case gets one actionable message (the field, the value, the fix) and
+changes no file. Junk actions for the real and synthetic envs are in ``test_synthetic_env.py``
+(``ACTION_BATTERY``), out-of-range model outputs also in ``test_formats.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from dreamgym.cli import main
+from dreamgym.errors import did_you_mean, run_guarded, user_message
+from dreamgym.modeling.formats import parse_target
+from dreamgym.schema import TrajectoryFileError, read_trajectories
+
+ROOT = Path(__file__).resolve().parents[1]
+GRPO = str(ROOT / "configs" / "webshop_grpo.yaml")
+
+
+def _digest(paths) -> dict[str, str]:
+    return {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths if Path(p).is_file()}
+
+
+# ------------------------------------------------------------------------------------------- configs
+@pytest.mark.parametrize(
+    "arg, expected",
+    [
+        ("--model.init_args.tasks_per_bach=3", r"tasks_per_bach.*did you mean 'tasks_per_batch'"),
+        ("--trainer.max_step=3", r"trainer.max_step.*did you mean '--trainer.max_steps'"),
+        ("--model.init_args.group_size=abc", r"group_size: expected int, got abc"),
+        ("--no_such_key=1", r"unrecognized arguments: --no_such_key=1"),
+    ],
+)
+def test_config_typos_get_one_message_with_a_suggestion(arg, expected, tmp_path):
+    before = _digest([GRPO])
+    with pytest.raises(ValueError, match=expected) as info:
+        main(["fit", "--config", GRPO, arg, "--print_config"])
+    message = str(info.value)
+    assert "\n" not in message and "python -m dreamgym fit --help" in message
+    assert _digest([GRPO]) == before
+
+
+def test_did_you_mean_uses_the_class_signature():
+    msg = "Problem with given class_path 'dreamgym.rl.audit.RewardAudit':\n Option 'episdes' is not accepted"
+    assert did_you_mean(msg) == ["'episdes': did you mean 'episodes'?"]
+    assert did_you_mean("unrecognized arguments: --zzz=1", ["trainer.max_steps"]) == []
+
+
+# ----------------------------------------------------------------------------------- the boundary
+def _package_error(argv):
+    from dreamgym.envs.webshop import WebShopEnv
+
+    WebShopEnv(batch_size=[0])
+
+
+def test_boundary_prints_one_line_and_exit_code_2(capsys):
+    assert run_guarded(_package_error, []) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("error: WebShopEnv.batch_size=[0]") and "Traceback" not in "".join(err)
+    assert len(err) == 2 and "--debug" in err[1]
+
+
+def test_boundary_shows_tracebacks_of_foreign_errors_and_with_debug(monkeypatch):
+    def foreign(argv):
+        raise ValueError("raised outside the package")  # this test file is not package code
+
+    with pytest.raises(ValueError, match="outside"):
+        run_guarded(foreign, [])
+    with pytest.raises(ValueError, match=r"batch_size=\[0\]"):
+        run_guarded(_package_error, ["--debug"])
+    monkeypatch.setenv("DREAMGYM_DEBUG", "1")
+    with pytest.raises(ValueError):
+        run_guarded(_package_error, [])
+
+
+def test_user_message_finds_the_package_error_inside_a_chain():
+    try:
+        try:
+            _package_error([])
+        except ValueError as inner:
+            raise RuntimeError("wrapper from a library") from inner
+    except RuntimeError as outer:
+        assert "batch_size=[0]" in user_message(outer)
+
+
+# -------------------------------------------------------------------------------- trajectory files
+GOOD = {"trajectory_id": "t0", "env": "webshop", "task_id": "0", "split": "train", "instruction": "i", "source": "offline", "policy": "expert",
+        "transitions": []}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        (["not json"], r":1: not valid JSON"),
+        ([json.dumps(GOOD), "{"], r":2: not valid JSON"),
+        ([json.dumps({**GOOD, "bogus": 1})], r":1: unknown field\(s\) \['bogus'\]"),
+        ([json.dumps({**GOOD, "transitions": "x"})], r":1:.*transitions"),
+        ([json.dumps([1, 2])], r":1:"),
+    ],
+)
+def test_broken_or_wrong_typed_jsonl_names_file_and_line(tmp_path, lines, expected):
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    before = _digest([path])
+    with pytest.raises(TrajectoryFileError, match=str(path).replace(".", r"\.") + expected):
+        list(read_trajectories(path))
+    assert _digest([path]) == before
+    assert user_message(_raise(read_trajectories, path)) is not None  # shown as one message at the CLI
+
+
+def _raise(fn, *args):
+    try:
+        list(fn(*args))
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    raise AssertionError("no error")
+
+
+# ------------------------------------------------------------------------------------ missing paths
+def test_missing_paths_say_how_to_make_them(tmp_path):
+    from datamodules.trajectories import TrajectoryDataModule
+    from dreamgym.modeling.factory import LanguageModel
+
+    with pytest.raises(FileNotFoundError, match="python -m dreamgym collect"):
+        TrajectoryDataModule([str(tmp_path / "missing.jsonl")]).setup("fit")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        LanguageModel(path=str(tmp_path / "no_model")).build()
+    with pytest.raises(ValueError, match="tokenizer_path"):
+        LanguageModel()
+    assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------------------- env misuse
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        (dict(batch_size=[0]), r"WebShopEnv.batch_size=\[0\].*positive"),
+        (dict(batch_size=[-2]), r"WebShopEnv.batch_size=\[-2\].*positive"),
+        (dict(batch_size=[2, 2]), r"batch_size=\[2, 2\]"),
+        (dict(batch_size=[1], max_steps=0), r"WebShopEnv.max_steps=0"),
+        (dict(batch_size=[1], max_steps=2.5), r"WebShopEnv.max_steps=2.5"),
+    ],
+)
+def test_env_constructor_arguments_are_checked(kwargs, expected):
+    from dreamgym.envs.webshop import WebShopEnv
+
+    with pytest.raises(ValueError, match=expected):
+        WebShopEnv(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["webshop", "alfworld", "synthetic"])
+def test_step_before_reset_says_reset_first(name):
+    from tensordict import TensorDict
+
+    from dreamgym.envs import make_env
+
+    env = make_env(name, batch_size=[2])
+    td = TensorDict({"action": ["look", "look"]}, batch_size=[2])
+    with pytest.raises(RuntimeError, match=r"step\(\) before reset\(\): call env.reset\(\) first"):
+        env.step(td)
+
+
+# ----------------------------------------------------------------------------- model outputs
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "no sections at all",
+        "<next>\nx\n</next>\n<reward> 7 <done> true <score> 1 <end>",
+        "<next>\nx\n</next>\n<reward> 1 <done> true <score> nan <end>",
+        "<next>\nx\n</next>\n<reward> 1 <done> true <score> 1e999 <end>",
+        "<next>\nx\n</next>\n<reward> 1 <done> maybe <score> 1 <end>",
+        "<reward> 1 <done> true <score> 1 <end>",
+    ],
+)
+def test_out_of_range_or_sectionless_outputs_are_parse_failures(text):
+    parsed = parse_target(text)
+    assert not parsed.ok and parsed.error
