@@ -1,0 +1,62 @@
+"""A synthetic env whose experience model is scripted (LetterEnv's own rule), for the fault tests: every
+step is written back to its replay buffer, so a resumed run must bring the buffer back exactly."""
+
+from __future__ import annotations
+
+from rl_toy import LETTERS, LetterEnv  # also registers "letters" (jsonargparse imports this in a subprocess)
+
+from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask
+from dreamgym.modeling.formats import ExperienceFormat, ParsedOutcome
+from dreamgym.retrieval.buffer import ReplayBuffer
+from dreamgym.retrieval.encoders import HashingEncoder
+from dreamgym.rl.env_specs import EnvSpec
+
+
+class EveryActionLetterEnv(LetterEnv):
+    """LetterEnv whose rule accepts every action, so every synthetic step reaches the (scripted) model."""
+
+    @classmethod
+    def is_valid_action(cls, action, available_actions) -> bool:
+        return True
+
+
+class ScriptedExperience:
+    """Stands in for :class:`~dreamgym.modeling.experience.ExperienceModel`: the letter rule, no model."""
+
+    def __init__(self) -> None:
+        self.buffer = ReplayBuffer(HashingEncoder(dim=32))
+        self.fmt = ExperienceFormat(k=0)
+
+    def to(self, device):
+        return self
+
+    def predict(self, queries):
+        out = []
+        for q in queries:
+            won = q.instruction[-1] in q.action.lower()
+            out.append(ParsedOutcome(True, f"you said {q.action[:20]}", float(won), won, float(won)))
+        return out
+
+
+class ScriptedSyntheticSpec(EnvSpec):
+    """A :class:`SyntheticEnv` over the letter tasks with :class:`ScriptedExperience` and write-back."""
+
+    is_real = False
+
+    def __init__(self, batch_size: int = 4, max_steps: int = 2, seed: int = 0):
+        super().__init__("letters", "train", batch_size, max_steps, seed)
+
+    def check(self) -> None:
+        pass
+
+    def build(self):
+        tasks = [
+            SyntheticTask(
+                f"letter-{i}", f"write a word containing the letter {c}", "empty page", ["say[word]"]
+            )
+            for i, c in enumerate(LETTERS)
+        ]
+        return SyntheticEnv(
+            ScriptedExperience(), tasks, "fault_toy:EveryActionLetterEnv", [self.batch_size], self.max_steps, self.seed,
+            write_back=True,
+        )  # fmt: skip

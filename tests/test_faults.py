@@ -1,0 +1,105 @@
+"""Fault tests: a GRPO fit in the synthetic env killed with SIGKILL and resumed with ``--ckpt_path last``
+continues with the same counters and the same (non-empty) written-back replay buffer."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from rl_toy import make_toy_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+ITERATIONS = 6
+
+
+def _config(tmp: Path, tok: str) -> Path:
+    cfg = {
+        "seed_everything": 0,
+        "trainer": {
+            "accelerator": "cpu", "devices": 1, "max_steps": -1, "max_epochs": -1, "limit_val_batches": 0,
+            "num_sanity_val_steps": 0, "log_every_n_steps": 1, "enable_progress_bar": False,
+            "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+                       "init_args": {"save_dir": str(tmp / "runs"), "name": "fault"}},
+            "callbacks": [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                           "init_args": {"save_last": True, "every_n_train_steps": 1}}],
+        },
+        "model": {
+            "class_path": "models.policy_rl.PolicyRL",
+            "init_args": {
+                "policy": {"class_path": "dreamgym.modeling.LanguageModel",
+                           "init_args": {"preset": "tiny", "tokenizer_path": tok, "max_positions": 512}},
+                "schedule": {"class_path": "dreamgym.rl.schedules.SyntheticSchedule",
+                             "init_args": {"iterations": ITERATIONS,
+                                           "env": {"class_path": "fault_toy.ScriptedSyntheticSpec"}}},
+                "eval_env": {"class_path": "dreamgym.rl.env_specs.EnvSpec",
+                             "init_args": {"name": "letters", "split": "test", "batch_size": 2, "max_steps": 2}},
+                "collector": {"class_path": "dreamgym.rl.collector.RolloutCollector",
+                              "init_args": {"max_new_tokens": 16, "max_prompt_tokens": 128, "constrained": True}},
+                "curriculum": {"class_path": "dreamgym.curriculum.RewardVarianceCurriculum"},
+                "tasks_per_batch": 2, "group_size": 2, "minibatches": 1,
+            },
+        },
+        "data": {"class_path": "datamodules.rollouts.RolloutDataModule", "init_args": {"eval_tasks": 2}},
+    }  # fmt: skip
+    path = tmp / "grpo_fault.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _fit(config: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
+    return subprocess.Popen(
+        [sys.executable, "-m", "dreamgym", "fit", "--config", str(config), *extra],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def _state(ckpt: Path) -> dict:
+    ck = torch.load(ckpt, map_location="cpu", weights_only=False)
+    rl = ck["dreamgym_rl"]
+    (buffer,) = rl["replay_buffers"].values()
+    return {"step": ck["global_step"], "schedule": rl["schedule"], "buffer": buffer["transitions"],
+            "curriculum": rl.get("curriculum")}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_sigkill_then_ckpt_path_last_resumes_counters_and_written_back_buffer(tmp_path):
+    tok = make_toy_tokenizer(tmp_path / "tok")
+    config = _config(tmp_path, tok)
+    ckpt_dir = tmp_path / "runs" / "fault" / "version_0" / "checkpoints"
+    proc = _fit(config)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:  # kill once a mid-run checkpoint exists
+        steps = [
+            int(m.group(1)) for p in ckpt_dir.glob("epoch=*.ckpt") if (m := re.search(r"step=(\d+)", p.name))
+        ]
+        if (ckpt_dir / "last.ckpt").exists() and any(2 <= n < ITERATIONS for n in steps):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, f"the fit ended before it could be killed:\n{proc.communicate()[0][-3000:]}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _state(ckpt_dir / "last.ckpt")
+    assert 1 <= before["step"] < ITERATIONS and before["buffer"], "nothing was written back before the kill"
+    assert before["schedule"]["synthetic_transitions"] == len(before["buffer"])  # every synthetic step kept
+
+    resumed = _fit(config, "--ckpt_path", "last")
+    out = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0, out[-3000:]
+    assert "--ckpt_path last: resuming" in out and str(ckpt_dir / "last.ckpt") in out
+    assert not (tmp_path / "runs" / "fault" / "version_1").exists()  # logs continue in the same version
+    after = _state(ckpt_dir / "last.ckpt")
+    assert after["step"] == ITERATIONS and after["schedule"]["iteration"] == ITERATIONS
+    # the buffer came back whole: what was there at the kill is its prefix, and it grew by exactly the
+    # synthetic transitions of the resumed iterations
+    assert after["buffer"][: len(before["buffer"])] == before["buffer"]
+    assert len(after["buffer"]) == after["schedule"]["synthetic_transitions"] > len(before["buffer"])
+    assert after["schedule"]["real_transitions"] == before["schedule"]["real_transitions"] == 0
