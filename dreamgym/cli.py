@@ -157,11 +157,29 @@ def main(argv: list[str] | None = None) -> None:
         return
     from jsonargparse import ArgumentError
 
+    _refuse_pipeline_config(argv)
     try:
         _lightning_cli(argv)
     except ArgumentError as exc:
         stage = next((a for a in argv if a in STAGES), argv[0])
         raise _parse_error(stage, str(exc)) from None
+
+
+def _refuse_pipeline_config(argv: list[str]) -> None:
+    """A pipeline config given to a Lightning stage: say which command runs it."""
+    import yaml
+
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ("--config", "-c") and os.path.isfile(value):
+            try:
+                top = yaml.safe_load(open(value)) or {}
+            except yaml.YAMLError as exc:
+                raise ValueError(f"--config {value}: not valid YAML ({exc}); fix the file") from None
+            if isinstance(top, dict) and {"experience_config", "out_dir"} <= set(top):
+                raise ValueError(
+                    f"--config {value} is a pipeline config (it has experience_config/out_dir); run it with "
+                    f"`python -m dreamgym pipeline --config {value}`"
+                )
 
 
 def run() -> None:
