@@ -44,7 +44,7 @@ class PolicySFTDataModule(L.LightningDataModule):
     Args:
         train_files: JSONL trajectory files of train-split tasks.
         val_files: JSONL files of held-out tasks (test split) for ``val/loss``.
-        format: the policy prompt format (keep it equal to the RL collector's).
+        format: the policy prompt format (saved with the policy; RL reads it from there).
         policies: which trajectory ``policy`` values to clone ("expert"; add "human" for human demos).
         success_only: keep only successful trajectories.
         batch_size: examples per batch.

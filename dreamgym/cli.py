@@ -45,6 +45,8 @@ add --debug (or set DREAMGYM_DEBUG=1) for the traceback.
 LINKS: list[tuple[str, str]] = [
     # RL: validation/test batches hold as many tasks as the held-out env has slots (one episode per slot)
     ("model.init_args.eval_env.init_args.batch_size", "data.init_args.eval_batch_tasks"),
+    # policy SFT: the module saves the data module's prompt format with the export (policy_format.json)
+    ("data.init_args.format", "model.init_args.format"),
 ]
 """``parser.link_arguments(source, target)`` pairs: the target is computed, never given in YAML."""
 
@@ -169,7 +171,7 @@ def _refuse_pipeline_config(argv: list[str]) -> None:
     """A pipeline config given to a Lightning stage: say which command runs it."""
     import yaml
 
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in zip(argv, argv[1:], strict=False):
         if flag in ("--config", "-c") and os.path.isfile(value):
             try:
                 top = yaml.safe_load(open(value)) or {}

@@ -290,6 +290,7 @@ def collect_policy_trajectories(
             "--config configs/webshop_policy_sft.yaml`"
         )
     model, tok = LanguageModel(path=str(policy_dir)).build()
+    collector.use_format_of(policy_dir)  # prompt the policy as it was trained
     env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps, **(env_kwargs or {}))
     episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy).episodes  # task order
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]

@@ -155,7 +155,7 @@ class PolicyRL(L.LightningModule):
         ref = copy.deepcopy(self.model).eval().requires_grad_(False) if frozen_copy else None
         object.__setattr__(self, "ref_model", ref)  # frozen, outside the module tree and the optimizer
         self.schedule, self.eval_env, self.curriculum, self.audit = schedule, eval_env, curriculum, audit
-        self.collector = collector or RolloutCollector()
+        self.collector = (collector or RolloutCollector()).use_format_of(policy.path)
         self.optimizer_factory = optimizer
         self.critic_lr = critic_lr
         self.tasks_per_batch, self.group_size = tasks_per_batch, group_size

@@ -23,6 +23,7 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import logits_from_first_target
+from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.optim import configure_optimization
 
 __all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
@@ -99,6 +100,9 @@ class PolicySFT(L.LightningModule):
         save_dir: export the trained policy here (``save_pretrained``) at the end of fit.
         prompt_loss_weight: weight of the language-modelling loss on prompt tokens (0: action tokens
             only; see module docstring). Validation always reports the action-token loss alone.
+        format: the prompt format the data module lays examples out with (the CLI links it from
+            ``data.init_args.format``); saved with the export as ``policy_format.json``, which RL's
+            collector then uses, so the format is written once.
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class PolicySFT(L.LightningModule):
         max_length: int = 1024,
         save_dir: str | None = None,
         prompt_loss_weight: float = 0.0,
+        format: PolicyFormat | None = None,
     ):
         super().__init__()
         if prompt_loss_weight < 0:
@@ -118,6 +123,7 @@ class PolicySFT(L.LightningModule):
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.save_dir = max_length, save_dir
         self.prompt_loss_weight = prompt_loss_weight
+        self.format = format
 
     def configure_optimizers(self):
         return configure_optimization(
@@ -163,3 +169,5 @@ class PolicySFT(L.LightningModule):
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
             export_model(self.model, self.tokenizer, self.save_dir)
+            if self.format is not None:
+                self.format.save(self.save_dir)

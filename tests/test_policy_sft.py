@@ -72,14 +72,27 @@ def test_policy_sft_prompt_loss_trains_on_prompt_tokens(tiny_lm):
 @pytest.mark.slow
 def test_policy_sft_fit_exports_hf_model(webshop_offline, tiny_lm, cpu_trainer_kwargs, tmp_path):
     out = tmp_path / "policy"
+    fmt = PolicyFormat(history_window=1, max_actions=7)
     module = PolicySFT(
-        tiny_lm, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2), max_length=384, save_dir=str(out)
+        tiny_lm,
+        optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2),
+        max_length=384,
+        save_dir=str(out),
+        format=fmt,
     )
     before = {k: v.clone() for k, v in module.model.state_dict().items()}
-    dm = PolicySFTDataModule([str(webshop_offline)], [str(webshop_offline)], batch_size=4, max_val_examples=4)
+    dm = PolicySFTDataModule(
+        [str(webshop_offline)], [str(webshop_offline)], batch_size=4, max_val_examples=4, format=fmt
+    )
     kw = {**cpu_trainer_kwargs, "max_steps": 3, "logger": False, "enable_checkpointing": False}
     L.Trainer(**kw).fit(module, dm)
     assert any(not torch.equal(before[k], v) for k, v in module.model.state_dict().items())
     model, tok = load_pretrained(out)
     assert all(torch.equal(p, module.model.state_dict()[k]) for k, p in model.state_dict().items())
     assert LanguageModel(path=str(out)).build()[1].eos_token_id == tok.eos_token_id
+    # the format travels with the policy: a collector without one takes it, a different one is refused
+    from dreamgym.rl.collector import RolloutCollector
+
+    assert PolicyFormat.load(out) == fmt and RolloutCollector().use_format_of(out).format == fmt
+    with pytest.raises(ValueError, match="differs from the format the policy was trained with"):
+        RolloutCollector(format=PolicyFormat(history_window=3)).use_format_of(out)

@@ -23,7 +23,7 @@ def test_collector_from_config_reads_the_rl_config():
     col = collector_from_config("configs/webshop_grpo.yaml")
     assert isinstance(col, RolloutCollector)
     assert col.constrained and col.max_arg_tokens == 40 and col.max_prompt_tokens == 704
-    assert col.format.history_window == 2 and col.format.max_actions == 20
+    assert not col.format_given  # the format comes from the policy (policy_format.json)
     with pytest.raises(KeyError, match="no model.init_args.collector"):
         collector_from_config("configs/webshop_policy_sft.yaml")
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from dreamgym.modeling.forward import first_target_position, logits_from_first_target
+from dreamgym.modeling.forward import first_target_position, logits_from_first_target, right_padded
 from models.experience_sft import experience_sft_loss
 
 
@@ -28,11 +28,26 @@ def test_partial_head_matches_full_forward(tiny_lm):
         full = model(input_ids=ids, attention_mask=attn).logits
         part, start = logits_from_first_target(model, ids, attn, parts > 0)
     assert start == 4 and part.shape == (2, 8, full.shape[-1])
-    torch.testing.assert_close(part, full[:, start:], rtol=1e-5, atol=1e-5)
+    real = attn[:, start:].bool()  # right padding runs unmasked: padded positions' logits are not used
+    torch.testing.assert_close(part[real], full[:, start:][real], rtol=1e-5, atol=1e-5)
     a = experience_sft_loss(full, ids, parts)
     b = experience_sft_loss(part, ids[:, start:], parts[:, start:])
     for key in ("loss", "loss_reasoning", "loss_state", "n_reasoning", "n_state"):
         torch.testing.assert_close(a[key], b[key])
+
+
+def test_left_padding_keeps_the_mask(tiny_lm):
+    model, _ = tiny_lm.build()
+    model.eval()
+    ids = torch.randint(5, 500, (2, 10), generator=torch.Generator().manual_seed(1))
+    attn = torch.ones_like(ids)
+    attn[1, :3] = 0  # left padding: the mask is needed
+    assert right_padded(torch.tensor([[1, 1, 0], [1, 1, 1]])) and not right_padded(attn)
+    with torch.no_grad():
+        full = model(input_ids=ids, attention_mask=attn).logits
+        part, start = logits_from_first_target(model, ids, attn, torch.ones_like(ids))
+    real = attn.bool()
+    torch.testing.assert_close(part[real], full[real], rtol=1e-5, atol=1e-5)
 
 
 def test_scheduler_shorter_than_max_steps_is_a_clear_error():

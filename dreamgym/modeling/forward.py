@@ -4,13 +4,23 @@ SFT examples here are prompt-heavy (a long state and retrieved neighbours, then 
 LM head (hidden x vocab) is a large share of a small model's cost. :func:`logits_from_first_target`
 runs the backbone over the whole sequence but the head only from the position before the batch's
 earliest target token, through ``transformers``' ``logits_to_keep``.
+
+Right-padded batches (every row's padding at its end, as both SFT encoders build them) are run without
+an attention mask: under causal attention a real token never sees the padding after it, and position
+ids do not depend on the mask, so the logits at real positions are the same, and attention takes the
+fused causal kernel instead of materialising a (T, T) mask.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["first_target_position", "logits_from_first_target"]
+__all__ = ["first_target_position", "logits_from_first_target", "right_padded"]
+
+
+def right_padded(attention_mask: torch.Tensor) -> bool:
+    """Whether each row of ``attention_mask`` (B, T) is ones then zeros (padding only at the end)."""
+    return bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all())
 
 
 def first_target_position(loss_mask: torch.Tensor) -> int:
@@ -31,5 +41,6 @@ def logits_from_first_target(
     forward's ``logits[:, start:]``.
     """
     start = first_target_position(loss_mask)
-    out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=input_ids.shape[1] - start)
+    mask = None if right_padded(attention_mask) else attention_mask  # same logits, fused causal kernel
+    out = model(input_ids=input_ids, attention_mask=mask, logits_to_keep=input_ids.shape[1] - start)
     return out.logits, start

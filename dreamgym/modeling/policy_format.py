@@ -27,10 +27,16 @@ the env as the raw text; the env then flags it invalid and treats it as a no-op.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["PolicyFormat", "ParsedAction"]
+__all__ = ["PolicyFormat", "ParsedAction", "FORMAT_FILE"]
+
+FORMAT_FILE = "policy_format.json"
+"""Written next to a warm-started policy, so RL and evaluation prompt it exactly as it was trained."""
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -74,6 +80,29 @@ class PolicyFormat:
         self.history_state_chars = history_state_chars
         self.max_actions = max_actions
         self.think = think
+
+    _FIELDS = ("history_window", "max_state_chars", "history_state_chars", "max_actions", "think")
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self._FIELDS}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PolicyFormat) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"PolicyFormat({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write ``directory/policy_format.json``."""
+        path = Path(directory) / FORMAT_FILE
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> PolicyFormat | None:
+        """The format saved in ``directory`` (None when there is no ``policy_format.json``)."""
+        path = Path(directory) / FORMAT_FILE
+        return cls(**json.loads(path.read_text())) if path.is_file() else None
 
     def prompt(
         self,

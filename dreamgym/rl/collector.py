@@ -158,12 +158,30 @@ class RolloutCollector:
         max_arg_tokens: int = 40,
     ):
         self.format = format or PolicyFormat()
+        self.format_given = format is not None
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.max_prompt_tokens = max_prompt_tokens
         self.gen_batch_size = gen_batch_size
         self.constrained = constrained
         self.max_arg_tokens = max(1, min(max_arg_tokens, max_new_tokens - 6))
+
+    def use_format_of(self, policy_dir: str | os.PathLike | None) -> RolloutCollector:
+        """Prompt with the format the policy in ``policy_dir`` was warm-started with (its
+        ``policy_format.json``), so the RL config need not repeat it. A ``format`` given to this collector
+        must equal the saved one. No saved format (a model from elsewhere): the collector's own stays.
+        Returns ``self``."""
+        saved = PolicyFormat.load(policy_dir) if policy_dir and os.path.isdir(policy_dir) else None
+        if saved is None:
+            return self
+        if self.format_given and self.format != saved:
+            raise ValueError(
+                f"collector.format={self.format} differs from the format the policy was trained with "
+                f"({policy_dir}/policy_format.json: {saved}); drop `format` from the collector's init_args "
+                "to use the saved one"
+            )
+        self.format = saved
+        return self
 
     @torch.no_grad()
     def collect(
