@@ -52,7 +52,8 @@ class StepProgress(L.Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._t0 = self._last = time.perf_counter()
-        self._step0 = trainer.global_step
+        own = getattr(pl_module, "progress_step", None)
+        self._step0 = own() if callable(own) else trainer.global_step
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if time.perf_counter() - self._last >= self.every_s:
@@ -65,13 +66,15 @@ class StepProgress(L.Callback):
         self._last = time.perf_counter()
         total = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
         planned = getattr(pl_module, "planned_steps", None)
-        if total is None and callable(planned):
-            total = planned()
+        own = getattr(pl_module, "progress_step", None)  # a module counting in its own units (RL iterations)
+        if callable(own) or (total is None and callable(planned)):
+            total = planned() if callable(planned) else total
         timer = next((c for c in trainer.callbacks if isinstance(c, L.pytorch.callbacks.Timer)), None)
         left = timer.time_remaining("train") if timer is not None else None
         shown = {k: float(trainer.callback_metrics[k]) for k in self.metrics if k in trainer.callback_metrics}
-        done = trainer.global_step - self._step0
+        step = own() if callable(own) else trainer.global_step
+        done = step - self._step0
         rate = (self._last - self._t0) / done if done else None
-        line = eta_line(type(pl_module).__name__, trainer.global_step, total, rate, left, shown)
+        line = eta_line(type(pl_module).__name__, step, total, rate, left, shown)
         if trainer.is_global_zero:
             print(line, flush=True)

@@ -43,6 +43,7 @@ from lightning.pytorch.cli import OptimizerCallable
 from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.modeling.factory import LanguageModel, export_model
+from dreamgym.modeling.forward import forward_from_first_target
 from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
 from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
@@ -172,6 +173,11 @@ class PolicyRL(L.LightningModule):
         """RL iterations the schedule plans (one training step each), for progress lines."""
         return self.schedule.planned_iterations()
 
+    def progress_step(self) -> int:
+        """RL iterations done (the unit of :meth:`planned_steps`; ``global_step`` counts optimiser
+        steps, ``ppo_epochs * minibatches`` per iteration)."""
+        return self.schedule.iteration
+
     def setup(self, stage: str) -> None:
         """Refuse strategies RL cannot run under (DeepSpeed ZeRO-3, see ``check_rl_strategy``)."""
         check_rl_strategy(self.trainer.strategy)
@@ -183,16 +189,20 @@ class PolicyRL(L.LightningModule):
             groups.append({"params": own, "lr": self.critic_lr})
         return self.optimizer_factory(groups)
 
-    def ref_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def ref_logits(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, action_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Logits of the reference policy: the frozen copy (moved to the module's device on first use), or
-        with LoRA the policy with its adapters disabled."""
-        kwargs = dict(input_ids=input_ids, attention_mask=attention_mask.long())
+        with LoRA the policy with its adapters disabled. With ``action_mask`` only from the first action's
+        position (:func:`~dreamgym.modeling.forward.forward_from_first_target`; slice with the same
+        ``start``), else at every position."""
+        loss_mask = action_mask if action_mask is not None else torch.ones_like(input_ids)
         if self.lora:
             with self.model.disable_adapter():
-                return self.model(**kwargs).logits
+                return forward_from_first_target(self.model, input_ids, attention_mask, loss_mask)[0].logits
         if next(self.ref_model.parameters()).device != self.device:
             self.ref_model.to(self.device)
-        return self.ref_model(**kwargs).logits
+        return forward_from_first_target(self.ref_model, input_ids, attention_mask, loss_mask)[0].logits
 
     def eval_env_instance(self):
         """The held-out real env (built once)."""
@@ -292,19 +302,18 @@ class PolicyRL(L.LightningModule):
         was = self.model.training
         self.model.eval()
         for s in range(0, rollout.batch_size[0], self.score_batch_size):
-            mb = rollout[s : s + self.score_batch_size]
-            out = self.model(
-                input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(),
+            mb, rows = rollout[s : s + self.score_batch_size], slice(s, s + self.score_batch_size)
+            out, start = forward_from_first_target(
+                self.model, mb.input_ids, mb.attention_mask, mb.action_mask,
                 output_hidden_states=self.critic is not None and self.critic.shares_backbone,
             )  # fmt: skip
-            rollout.old_log_probs[s : s + self.score_batch_size] = (
-                token_log_probs(out.logits, mb.input_ids, mb.allowed_ids) * mb.action_mask
-            )
+            ids, allowed, act = mb.input_ids[:, start:], mb.allowed_ids[:, start:], mb.action_mask[:, start:]
+            rollout.old_log_probs[rows] = 0.0
+            rollout.old_log_probs[rows, start:] = token_log_probs(out.logits, ids, allowed) * act
             if self.kl_coef > 0:
-                ref_logits = self.ref_logits(mb.input_ids, mb.attention_mask)
-                rollout.ref_log_probs[s : s + self.score_batch_size] = (
-                    token_log_probs(ref_logits, mb.input_ids, mb.allowed_ids) * mb.action_mask
-                )
+                ref = self.ref_logits(mb.input_ids, mb.attention_mask, mb.action_mask)
+                rollout.ref_log_probs[rows] = 0.0
+                rollout.ref_log_probs[rows, start:] = token_log_probs(ref, ids, allowed) * act
             if self.critic is not None:
                 hidden = out.hidden_states[-1] if self.critic.shares_backbone else None
                 rollout.old_values[s : s + self.score_batch_size] = self.critic.values(
@@ -322,17 +331,18 @@ class PolicyRL(L.LightningModule):
         to the minibatch's token / turn means. The reported parts are unweighted.
         """
         shared = self.critic is not None and self.critic.shares_backbone
-        out = self.model(
-            input_ids=mb.input_ids, attention_mask=mb.attention_mask.long(), output_hidden_states=shared
+        # logits only from the first action position on: every token-level term lives there
+        out, start = forward_from_first_target(
+            self.model, mb.input_ids, mb.attention_mask, mb.action_mask, output_hidden_states=shared
         )
-        allowed = mb.allowed_ids
-        logp = token_log_probs(out.logits, mb.input_ids, allowed)
-        mask = mb.action_mask
+        allowed = mb.allowed_ids[:, start:]
+        logp = token_log_probs(out.logits, mb.input_ids[:, start:], allowed)
+        mask, old_lp = mb.action_mask[:, start:], mb.old_log_probs[:, start:]
         adv = mb.advantages.unsqueeze(1).expand_as(logp)
-        parts = {"loss_policy": clipped_surrogate_loss(logp, mb.old_log_probs, adv, mask, self.clip_eps)}
+        parts = {"loss_policy": clipped_surrogate_loss(logp, old_lp, adv, mask, self.clip_eps)}
         token_loss = parts["loss_policy"]
         if self.kl_coef > 0:
-            parts["kl_ref"] = kl_k3(logp, mb.ref_log_probs, mask)
+            parts["kl_ref"] = kl_k3(logp, mb.ref_log_probs[:, start:], mask)
             token_loss = token_loss + self.kl_coef * parts["kl_ref"]
         if self.entropy_coef > 0:
             parts["entropy"] = entropy_from_logits(out.logits, mask, allowed)
@@ -347,8 +357,8 @@ class PolicyRL(L.LightningModule):
             parts["loss_value"] = clipped_value_loss(values, mb.old_values, mb.returns, self.value_clip_eps)
             loss = loss + turn_weight * self.value_coef * parts["loss_value"]
         with torch.no_grad():
-            parts["approx_kl"] = approx_kl(logp, mb.old_log_probs, mask)
-            parts["clipfrac"] = clip_fraction(logp, mb.old_log_probs, mask, self.clip_eps)
+            parts["approx_kl"] = approx_kl(logp, old_lp, mask)
+            parts["clipfrac"] = clip_fraction(logp, old_lp, mask, self.clip_eps)
         parts["loss"] = loss
         return parts
 

@@ -18,3 +18,21 @@ def test_schedules_plan_iterations():
     assert RealSchedule(None, iterations=5).planned_iterations() == 5
     assert RealSchedule(None, budget=100).planned_iterations() is None
     assert Sim2RealSchedule(None, None, synthetic_iterations=4, real_iterations=2).planned_iterations() == 6
+
+
+def test_progress_counts_rl_iterations_not_optimizer_steps(capsys):
+    """PolicyRL's global step counts optimiser steps (several per iteration); the line counts iterations."""
+    from types import SimpleNamespace
+
+    from dreamgym.progress import StepProgress
+
+    module = SimpleNamespace(it=0)
+    module.planned_steps, module.progress_step = (lambda: 30), (lambda: module.it)
+    trainer = SimpleNamespace(
+        max_steps=-1, global_step=0, callbacks=[], callback_metrics={}, is_global_zero=True
+    )
+    cb = StepProgress(every_s=0)
+    cb.on_train_start(trainer, module)
+    module.it, trainer.global_step = 3, 12
+    cb._print(trainer, module)
+    assert "step 3/30 (10.0 %)" in capsys.readouterr().out

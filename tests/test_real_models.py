@@ -182,6 +182,22 @@ def test_dtype_attention_and_checkpointing_options(plain_dir):
         _lm(plain_dir, dtype="bf16")
 
 
+@pytest.mark.slow
+def test_compile_speeds_training_forward_only_and_keeps_weights(plain_dir):
+    eager, _ = _lm(plain_dir).build()
+    model, _ = _lm(plain_dir, compile=True).build()
+    assert model.state_dict().keys() == eager.state_dict().keys()  # not wrapped: export is unchanged
+    ids = torch.randint(5, 200, (2, 16), generator=torch.Generator().manual_seed(0))
+    out = model(input_ids=ids).logits  # training mode: the compiled forward
+    torch.testing.assert_close(out, eager(input_ids=ids).logits, rtol=1e-4, atol=1e-4)
+    out.float().mean().backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+    model.eval()
+    with torch.no_grad():  # eval mode (generation, scoring) stays eager, also with a KV cache
+        gen = model.generate(input_ids=ids[:1, :4], max_new_tokens=3, do_sample=False)
+    assert gen.shape == (1, 7)
+
+
 # -------------------------------------------------------------- RL math: dtype and device
 
 

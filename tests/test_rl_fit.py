@@ -158,3 +158,39 @@ def test_micro_batches_give_the_same_update(toy_policy):
     )
     for k in ("train/loss", "train/loss_policy", "train/loss_value", "train/kl_ref", "train/entropy"):
         assert stats_micro[k] == pytest.approx(stats_whole[k], rel=1e-4, abs=1e-6), k
+
+
+def test_scoring_and_loss_from_the_first_action_match_the_full_forward(toy_policy):
+    """Log-probs, KL, entropy and the loss are computed on logits from the first action position on; they
+    equal the same quantities taken from a full forward with the attention mask."""
+    from dreamgym.rl.losses import token_log_probs
+    from dreamgym.rl.rollout import Turn, build_rollout_batch
+
+    torch.manual_seed(0)
+    m = _module(toy_policy, SyntheticSchedule(_spec(), iterations=1), kl_coef=0.1, entropy_coef=0.01)
+    with torch.no_grad():  # a reference that differs from the policy, so the KL term is not zero
+        for p in m.ref_model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    rows = [([1, 2, 3, 4, 5, 6, 7], [8, 9]), ([1, 2, 3], [10, 11, 12]), ([5, 6, 7, 8, 9], [13])]
+    turns = [Turn(p, r, float(i % 2), True, True, False, 0, 0, i, 0) for i, (p, r) in enumerate(rows)]
+    batch = build_rollout_batch(turns, pad_id=0)
+    m._score(batch)
+    with torch.no_grad():
+        full = m.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask.long()).logits
+        ref = m.ref_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask.long()).logits
+    act = batch.action_mask
+    torch.testing.assert_close(batch.old_log_probs, token_log_probs(full, batch.input_ids) * act)
+    torch.testing.assert_close(batch.ref_log_probs, token_log_probs(ref, batch.input_ids) * act)
+    assert batch.old_log_probs[act].abs().min() > 0 and batch.old_log_probs[~act].abs().max() == 0
+    batch.advantages = torch.tensor([1.0, -1.0, 0.5])
+    parts = m.policy_loss(batch)
+    assert torch.isfinite(parts["loss"])
+    # the same loss from full logits, by the formulas
+    from dreamgym.rl.losses import clipped_surrogate_loss, entropy_from_logits, kl_k3
+
+    logp = token_log_probs(full, batch.input_ids)
+    adv = batch.advantages.unsqueeze(1).expand_as(logp)
+    expect = clipped_surrogate_loss(logp, batch.old_log_probs, adv, act, m.clip_eps)
+    expect = expect + m.kl_coef * kl_k3(logp, batch.ref_log_probs, act)
+    expect = expect - m.entropy_coef * entropy_from_logits(full, act)
+    torch.testing.assert_close(parts["loss"].detach(), expect, rtol=1e-5, atol=1e-6)

@@ -163,8 +163,12 @@ class SyntheticEnv(TextEnvBase):
             buffer: replay-buffer directory (default ``<path>/buffer``).
             batch_size, max_steps, seed, write_back, model_device: as in the constructor.
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
-                ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``).
+                ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
+                ``cache_implementation``). The generation ``batch_size`` defaults to the env's slots: one
+                batched generation per step.
         """
+        slots = batch_size if isinstance(batch_size, int) else int(torch.Size(batch_size)[0])
+        experience_kwargs.setdefault("batch_size", slots)
         em = ExperienceModel.from_pretrained(path, buffer=buffer, **experience_kwargs)
         if tasks is None:
             if em.buffer is None:

@@ -77,6 +77,8 @@ class ExperienceModel:
             chooses the text, the reward and done; see :mod:`dreamgym.modeling.structured`) or ``"free"``
             (plain decoding; outputs that do not parse become failure states).
         think_budget: most reasoning tokens under structured decoding.
+        cache_implementation: KV cache for generation (``"static"`` default: preallocated, faster on
+            CPU; None: ``transformers``' dynamic cache, e.g. for a model whose class has no static cache).
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class ExperienceModel:
         max_prompt_tokens: int | None = None,
         decoding: str = "structured",
         think_budget: int = 160,
+        cache_implementation: str | None = "static",
     ):
         if decoding not in DECODINGS:
             raise ValueError(f"ExperienceModel.decoding={decoding!r}; choose one of {DECODINGS}")
@@ -105,6 +108,7 @@ class ExperienceModel:
 
             OutcomeGrammar(tokenizer, 0, max_new_tokens, fmt.use_reasoning, think_budget=think_budget)
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        self.cache_implementation = cache_implementation
         self.do_sample, self.temperature, self.max_prompt_tokens = do_sample, temperature, max_prompt_tokens
         self.last_raw: list[str] = []
 
@@ -196,6 +200,7 @@ class ExperienceModel:
             do_sample=self.do_sample,
             temperature=self.temperature,
             max_prompt_tokens=self.max_prompt_tokens,
+            cache_implementation=self.cache_implementation,
         )
         return texts
 

@@ -29,7 +29,10 @@ from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedModel, Qwe
 from dreamgym.modeling.chat import PLAIN_TEMPLATE
 from dreamgym.modeling.tokenizer import load_tokenizer
 
-__all__ = ["PRESETS", "FAMILIES", "build_model", "load_pretrained", "LanguageModel", "LoRA", "export_model"]
+__all__ = [
+    "PRESETS", "FAMILIES", "build_model", "load_pretrained", "LanguageModel", "LoRA", "export_model",
+    "compile_training_forward",
+]  # fmt: skip
 
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4),
@@ -132,6 +135,10 @@ class LanguageModel:
             ``"flash_attention_2"``; None: the library default).
         gradient_checkpointing: recompute activations in backward (less memory, ~30% more compute).
         lora: train LoRA adapters instead of all weights (None: full fine-tuning).
+        compile: ``torch.compile`` the decoder's forward in training mode (``dynamic=True``, so varying
+            sequence lengths do not recompile); eval-mode passes (generation with a KV cache, scoring)
+            stay eager. Costs a one-off compile (about a minute for ``small`` on 2 CPU cores) and pays
+            off in long SFT runs (BENCHMARKS.md, "Where the time goes").
         chat_template: lay prompts out with the tokenizer's own chat template
             (:mod:`dreamgym.modeling.chat`); False replaces it with the plain layout ``[BOS] prompt``,
             ``" " action [EOS]``, which a model fine-tuned before chat templates were used expects. The
@@ -151,6 +158,7 @@ class LanguageModel:
         gradient_checkpointing: bool = False,
         lora: LoRA | None = None,
         chat_template: bool = True,
+        compile: bool = False,
     ):
         if path is None and tokenizer_path is None:
             raise ValueError(
@@ -169,6 +177,7 @@ class LanguageModel:
             lora,
             chat_template,
         )
+        self.compile = compile
 
     def build(self) -> tuple[Any, Any]:
         """Return ``(model, tokenizer)``, the model in training mode (``from_pretrained`` returns eval mode),
@@ -191,4 +200,20 @@ class LanguageModel:
             model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         if self.lora is not None:
             model = self.lora.apply(model)
+        if self.compile:
+            compile_training_forward(model.get_decoder())
         return model.train(), tok
+
+
+def compile_training_forward(module: torch.nn.Module) -> torch.nn.Module:
+    """Route ``module``'s training-mode forward through ``torch.compile`` (dynamic shapes); eval-mode
+    calls keep the eager forward. Parameters and ``state_dict`` are untouched (the module is not
+    wrapped), so export and checkpoints are the same as without it."""
+    eager = module.forward
+    compiled = torch.compile(eager, dynamic=True)
+
+    def forward(*args, **kwargs):
+        return compiled(*args, **kwargs) if module.training else eager(*args, **kwargs)
+
+    module.forward = forward
+    return module

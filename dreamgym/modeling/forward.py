@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["first_target_position", "logits_from_first_target", "right_padded"]
+__all__ = ["first_target_position", "forward_from_first_target", "logits_from_first_target", "right_padded"]
 
 
 def right_padded(attention_mask: torch.Tensor) -> bool:
@@ -32,15 +32,24 @@ def first_target_position(loss_mask: torch.Tensor) -> int:
     return max(int(cols[0]) - 1, 0) if len(cols) else 0
 
 
+def forward_from_first_target(
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor, **kwargs
+):
+    """``(output, start)``: the model's output with logits (B, T - start, V) for positions ``start..T-1``
+    only (``kwargs`` go to the model, e.g. ``output_hidden_states``; hidden states stay full length).
+
+    Slice every (B, T) tensor that goes into the loss with ``[:, start:]``; the logits equal the full
+    forward's ``logits[:, start:]`` at every non-padding position.
+    """
+    start = first_target_position(loss_mask)
+    mask = None if right_padded(attention_mask) else attention_mask.long()  # fused causal kernel
+    out = model(input_ids=input_ids, attention_mask=mask, logits_to_keep=input_ids.shape[1] - start, **kwargs)
+    return out, start
+
+
 def logits_from_first_target(
     model, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor
 ) -> tuple[torch.Tensor, int]:
-    """``(logits, start)``: logits (B, T - start, V) for positions ``start..T-1`` of a causal LM.
-
-    Slice every (B, T) tensor that goes into the loss with ``[:, start:]``; the result equals the full
-    forward's ``logits[:, start:]``.
-    """
-    start = first_target_position(loss_mask)
-    mask = None if right_padded(attention_mask) else attention_mask  # same logits, fused causal kernel
-    out = model(input_ids=input_ids, attention_mask=mask, logits_to_keep=input_ids.shape[1] - start)
+    """``(logits, start)`` of :func:`forward_from_first_target`."""
+    out, start = forward_from_first_target(model, input_ids, attention_mask, loss_mask)
     return out.logits, start
