@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dreamgym.modeling.formats import ParsedOutcome, terminated_of
-from dreamgym.schema import Trajectory
+from dreamgym.schema import Trajectory, is_success
 
 __all__ = [
     "token_f1",
@@ -100,9 +100,9 @@ class FidelityMeter:
     def update(self, pred: ParsedOutcome, state: str, next_state: str, reward: float, done: bool) -> None:
         """Add one prediction against the real ``(state, next_state, reward, done)``."""
         self.n += 1
-        real_success = float(reward) >= 1.0
+        real_success = is_success(reward)
         ok = pred.ok
-        pred_success = ok and pred.reward >= 1.0
+        pred_success = ok and is_success(pred.reward)
         self.tp += int(pred_success and real_success)
         self.fp += int(pred_success and not real_success)
         self.fn += int(real_success and not pred_success)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "is_success",
     "SOURCES",
     "SPLITS",
     "Transition",
@@ -210,6 +211,11 @@ def _validate(d: Any, spec: dict[str, tuple[tuple[type, ...], bool]], where: str
         if not all(isinstance(a, str) for a in name_list):
             raise TrajectoryFileError(f"{where}: field 'available_actions' must be a list of strings")
     return out
+
+
+def is_success(reward: float, done: bool = True) -> bool:
+    """The success rule of every bundled env (binary outcome rewards): the episode ended with reward 1."""
+    return bool(done) and float(reward) >= 1.0
 
 
 def read_trajectories(path: str | os.PathLike) -> Iterator[Trajectory]:

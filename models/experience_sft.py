@@ -35,6 +35,7 @@ from dreamgym.modeling.formats import ExperienceFormat, parse_target
 from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.generation import encode_prompt
 from dreamgym.modeling.structured import generate_outcomes
+from dreamgym.modeling.tokenizer import pad_id
 from dreamgym.optim import configure_optimization
 
 __all__ = ["ExperienceSFT", "experience_sft_loss", "encode_examples", "PROMPT", "REASONING", "OUTCOME"]
@@ -120,7 +121,7 @@ def encode_examples(tokenizer, examples: list[dict[str, Any]], max_length: int) 
             target, parts_t = target[:room], parts_t[:room]
         rows.append((prompt + target, [PROMPT] * len(prompt) + parts_t))
     width = max(len(ids) for ids, _ in rows)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = pad_id(tokenizer)
     input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     parts = torch.zeros((len(rows), width), dtype=torch.long)

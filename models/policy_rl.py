@@ -44,6 +44,7 @@ from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import forward_from_first_target
+from dreamgym.modeling.tokenizer import pad_id
 from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
 from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
@@ -241,9 +242,8 @@ class PolicyRL(L.LightningModule):
         metrics = {f"rollout/{k}": v for k, v in coll.metrics().items()}
         metrics.update(stats)
         metrics.update(extra)
-        for name in ("sim_error_rate", "cut_rate"):  # the synthetic env's health, cumulative
-            if hasattr(phase.env, name):
-                metrics[f"sim/{name}"] = float(getattr(phase.env, name))
+        if isinstance(phase.env, SyntheticEnv):  # the synthetic env's health, cumulative
+            metrics.update({f"sim/{k}": float(v) for k, v in phase.env.health().items()})
         metrics.update(
             {
                 "data/real_transitions": float(self.schedule.real_transitions),
@@ -293,8 +293,7 @@ class PolicyRL(L.LightningModule):
         return int(self.trainer.strategy.reduce(t, reduce_op="sum").item())
 
     def _pad_id(self) -> int:
-        tok = self.tokenizer
-        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        return pad_id(self.tokenizer)
 
     @torch.no_grad()
     def _score(self, rollout: RolloutBatch) -> None:
@@ -436,7 +435,7 @@ class PolicyRL(L.LightningModule):
             state["audit"] = self.audit.state_dict()
         state["replay_buffers"] = {
             name: buf.state_dict()
-            for name, env in self.schedule._envs.items()
+            for name, env in self.schedule.built_envs().items()
             if (buf := _written_buffer(env)) is not None
         }
         checkpoint["dreamgym_rl"] = state
@@ -475,7 +474,5 @@ class PolicyRL(L.LightningModule):
 
 
 def _written_buffer(env: Any):
-    """The replay buffer a synthetic env writes its transitions back to, if any."""
-    if not getattr(env, "write_back", False):
-        return None
-    return getattr(getattr(env, "experience", None), "buffer", None)
+    """The replay buffer a synthetic env writes its transitions back to, if any (real envs: None)."""
+    return env.written_buffer if isinstance(env, SyntheticEnv) else None

@@ -24,6 +24,7 @@ from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.policy_format import PolicyFormat
+from dreamgym.modeling.tokenizer import pad_id
 from dreamgym.optim import configure_optimization
 
 __all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
@@ -46,7 +47,7 @@ def encode_bc_batch(
         masks.append([False] * len(prompt) + [True] * len(target))
     width = max(len(r) for r in rows)
     tok = codec.tokenizer
-    pad = tok.pad_token_id if tok.pad_token_id is not None else codec.stop_ids[0]
+    pad = pad_id(tok, codec.stop_ids[0])
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
     attn = torch.zeros((len(rows), width), dtype=torch.long)
     tgt = torch.zeros((len(rows), width), dtype=torch.bool)

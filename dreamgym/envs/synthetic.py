@@ -48,7 +48,7 @@ import torch
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
-from dreamgym.schema import Transition, read_trajectories
+from dreamgym.schema import Transition, is_success, read_trajectories
 
 __all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "REAL_ENVS"]
 
@@ -282,7 +282,7 @@ class SyntheticEnv(TextEnvBase):
             reward=reward,
             score=float(pred.score),
             terminated=bool(pred.done),
-            success=bool(pred.done) and reward >= 1.0,
+            success=is_success(reward, pred.done),
             reasoning=pred.reasoning,
         )
         if self.write_back and self.experience.buffer is not None and not pred.cut:  # cut: not worth keeping
@@ -309,6 +309,15 @@ class SyntheticEnv(TextEnvBase):
                 ]
             )
         return step
+
+    @property
+    def written_buffer(self):
+        """The replay buffer this env writes its transitions back to (None without ``write_back``)."""
+        return self.experience.buffer if self.write_back else None
+
+    def health(self) -> dict[str, float]:
+        """Cumulative ``sim_error_rate`` and ``cut_rate`` (logged as ``sim/...`` during RL)."""
+        return {"sim_error_rate": self.sim_error_rate, "cut_rate": self.cut_rate}
 
     @property
     def cut_rate(self) -> float:

@@ -15,6 +15,7 @@ import torch
 from transformers import LogitsProcessorList
 
 from dreamgym.modeling.chat import stop_token_ids
+from dreamgym.modeling.tokenizer import pad_id
 
 __all__ = ["encode_prompt", "generate_texts"]
 
@@ -61,7 +62,7 @@ def generate_texts(
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = pad_id(tokenizer)
     eos = stop_token_ids(tokenizer, model)
     encoded = [encode_prompt(tokenizer, p) for p in prompts]
     if max_prompt_tokens:

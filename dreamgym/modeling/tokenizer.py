@@ -13,7 +13,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from dreamgym.modeling.chat import PLAIN_TEMPLATE
 
-__all__ = ["SPECIAL_TOKENS", "train_tokenizer", "load_tokenizer", "corpus_from_trajectories"]
+__all__ = ["SPECIAL_TOKENS", "train_tokenizer", "load_tokenizer", "corpus_from_trajectories", "pad_id"]
 
 SPECIAL_TOKENS = {
     "bos_token": "<|bos|>",
@@ -21,6 +21,15 @@ SPECIAL_TOKENS = {
     "pad_token": "<|pad|>",
     "unk_token": "<|unk|>",
 }
+
+
+def pad_id(tokenizer, fallback: int | None = None) -> int:
+    """The id padding is filled with: the tokenizer's pad token, else its EOS, else ``fallback`` (e.g. a
+    chat codec's first stop id). Padding is always masked out, so only its being a valid id matters."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, fallback):
+        if candidate is not None:
+            return int(candidate)
+    raise ValueError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token")
 
 
 def train_tokenizer(

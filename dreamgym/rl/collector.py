@@ -29,6 +29,7 @@ from dreamgym.envs.base import as_text_list, text_stack
 from dreamgym.modeling.action_constraint import ActionGrammar, allowed_fn
 from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.policy_format import PolicyFormat
+from dreamgym.modeling.tokenizer import pad_id
 from dreamgym.rl.rollout import Turn
 from dreamgym.schema import Trajectory, Transition
 
@@ -310,7 +311,7 @@ class RolloutCollector:
         model.eval()
         device = next(model.parameters()).device
         tokenizer = codec.tokenizer
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else codec.stop_ids[0]
+        pad = pad_id(tokenizer, codec.stop_ids[0])
         out: list[list[int]] = [[] for _ in prompts]
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         for s in range(0, len(order), self.gen_batch_size):

@@ -68,6 +68,10 @@ class Schedule:
             self._envs[phase] = self.env_specs()[phase].build()
         return self._envs[phase]
 
+    def built_envs(self) -> dict[str, Any]:
+        """The envs built so far, by phase name (checkpoints save what they wrote back)."""
+        return dict(self._envs)
+
     def next_phase(self, episodes: int) -> Phase | None:
         """Where the next batch of ``episodes`` episodes is collected; ``None``: training is over."""
         plan = self._plan(episodes)

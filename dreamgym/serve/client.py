@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
+from dreamgym.schema import is_success
 
 __all__ = [
     "AgentGymEnv",
@@ -243,7 +244,7 @@ class WebShopHTTPEnv(AgentGymEnv):
             score = float(r["reward"])
             reward = outcome_reward(score)
             valid = WebShopEnv.is_valid_action(action, before)
-            flags = {"reward": reward, "score": score, "success": reward == 1.0, "invalid": not valid}
+            flags = {"reward": reward, "score": score, "success": is_success(reward), "invalid": not valid}
             acts = self._actions(slot)
         return TextStep(r["state"], acts, terminated=bool(r["done"]), **flags)
 
@@ -279,7 +280,7 @@ class ALFWorldHTTPEnv(AgentGymEnv):
         r = self.http.request("POST", "/step", json={"id": self.env_ids[slot], "action": action})
         flags = _flags(r.get("info"))
         if flags is None:  # upstream server: reward is 1.0 on a win
-            won = float(r["reward"]) >= 1.0
+            won = is_success(r["reward"])
             flags = {
                 "reward": float(won),
                 "score": float(won),
