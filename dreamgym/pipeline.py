@@ -285,9 +285,27 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
         "onpolicy_real_transitions": _count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
+    try:  # the figure is a convenience: a plotting failure must not lose the run's results
+        from dreamgym.plots import main_job_figure
+
+        report["figure"] = str(main_job_figure(evals, cfg.eval_tasks, _rl_log_dir(cfg), d / "main_job.png"))
+    except Exception as exc:  # noqa: BLE001
+        print(f"[pipeline] no figure: {type(exc).__name__}: {exc}", flush=True)
     (d / "pipeline_report.json").write_text(json.dumps(report, indent=2))
     _print_summary(cfg, report)
     return report
+
+
+def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
+    """The TensorBoard directory the RL config's logger writes to (``save_dir/name``), if it has one."""
+    import yaml
+
+    logger = (yaml.safe_load(Path(cfg.rl_config).read_text()).get("trainer") or {}).get("logger")
+    init = logger.get("init_args", {}) if isinstance(logger, dict) else {}
+    for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
+        if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):
+            return None
+    return Path(init["save_dir"]) / init.get("name", "lightning_logs") if init.get("save_dir") else None
 
 
 def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
@@ -371,7 +389,21 @@ def _print_summary(cfg: PipelineConfig, report: dict) -> None:
     if report.get("onpolicy_real_transitions"):
         print(f"  real train-task transitions of the warm start given to the experience model: "
               f"{report['onpolicy_real_transitions']}")  # fmt: skip
-    print(f"[pipeline] stage seconds {report['stage_seconds']}; peak RSS {report['peak_rss_mb']} MB")
+    figures = {
+        "evaluate_policy_sft": f"success {ev.get('policy_sft', {}).get('test/success_rate', float('nan')):.3f}",
+        "evaluate_policy_rl": f"success {ev.get('policy_rl', {}).get('test/success_rate', float('nan')):.3f}",
+        "onpolicy_rollouts": f"{report.get('onpolicy_real_transitions', 0)} real transitions",
+        "rl": f"p = {c['p_one_sided']:.3f} vs the warm start",
+    }
+    fid = report.get("fidelity_onpolicy", {}).get("experience_model_onpolicy")
+    if fid:
+        figures["fidelity_onpolicy"] = f"success precision {fid['success_precision']:.3f}"
+    print("\n| stage | seconds | figure |\n|---|---|---|")
+    for name, sec in report["stage_seconds"].items():
+        print(f"| {name} | {sec:.1f} | {figures.get(name, '')} |")
+    print(f"| **total** | {report['total_seconds']:.1f} | peak RSS {report['peak_rss_mb']} MB |")
+    if report.get("figure"):
+        print(f"[pipeline] figure: {report['figure']}")
 
 
 def main(argv: list[str] | None = None) -> None:

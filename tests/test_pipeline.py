@@ -54,6 +54,7 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     ):
         assert (out / name).exists(), name
     assert not list(out.glob("*.partial"))
+    assert (out / "main_job.png").exists()  # held-out success (+ the RL curve when it logged)
     for policy in ("policy_sft", "policy_rl"):
         m = report["eval"][policy]
         assert 0.0 <= m["test/success_rate"] <= 1.0 and m["test/steps_mean"] >= 1

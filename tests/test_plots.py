@@ -1,0 +1,29 @@
+"""The main job's figure: Wilson intervals, TensorBoard scalars read back, a PNG written."""
+
+import pytest
+
+from dreamgym.plots import main_job_figure, scalar_series, wilson_interval
+
+
+def test_wilson_interval():
+    lo, hi = wilson_interval(66, 400)
+    assert lo < 66 / 400 < hi and (round(lo, 3), round(hi, 3)) == (0.132, 0.205)
+    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == 1.0
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_scalars_from_tensorboard_and_the_figure(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path / "runs" / "webshop_grpo" / "version_0"))
+    for step, v in enumerate([0.1, 0.3, 0.2]):
+        w.add_scalar("rollout/success_rate", v, step)
+    w.add_scalar("sim/audit_success_precision", 0.5, 0)
+    w.close()
+    series = scalar_series(tmp_path / "runs" / "webshop_grpo")
+    assert [v for _, v in series["rollout/success_rate"]] == pytest.approx([0.1, 0.3, 0.2])
+    assert scalar_series(tmp_path / "missing") == {}
+    evals = {"policy_sft": {"test/success_rate": 0.165}, "policy_rl": {"test/success_rate": 0.18}}
+    png = main_job_figure(evals, 400, tmp_path / "runs" / "webshop_grpo", tmp_path / "fig.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main_job_figure(evals, 400, None, tmp_path / "fig2.png").exists()  # no RL logs: still a figure
