@@ -289,7 +289,10 @@ def collect_policy_trajectories(
             f"policy_dir {str(policy_dir)!r} is not a directory; train one with `python -m dreamgym fit "
             "--config configs/webshop_policy_sft.yaml`"
         )
+    import torch
+
     model, tok = LanguageModel(path=str(policy_dir)).build()
+    model.to("cuda" if torch.cuda.is_available() else "cpu")  # a GPU when one is present
     collector.use_format_of(policy_dir)  # prompt the policy as it was trained
     env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps, **(env_kwargs or {}))
     episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy).episodes  # task order

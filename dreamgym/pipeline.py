@@ -188,13 +188,17 @@ def _fidelity(experience_models: dict[str, Path], episodes: Path, out: Path) -> 
     """Teacher-forced fidelity of each experience model on the final steps of ``episodes``."""
     if out.exists():
         return out
+    import torch
+
     from dreamgym.fidelity import teacher_forced_eval
     from dreamgym.modeling.experience import ExperienceModel
     from dreamgym.schema import read_trajectories
 
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU when one is present
+
     trajs = list(read_trajectories(episodes))
     report = {
-        name: teacher_forced_eval(ExperienceModel.from_pretrained(path), trajs, done_only=True)
+        name: teacher_forced_eval(ExperienceModel.from_pretrained(path).to(device), trajs, done_only=True)
         for name, path in experience_models.items()
     }
     for name, m in report.items():
