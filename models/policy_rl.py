@@ -249,7 +249,7 @@ class PolicyRL(L.LightningModule):
                 "data/real_transitions": float(self.schedule.real_transitions),
                 "data/synthetic_transitions": float(self.schedule.synthetic_transitions),
                 "data/is_real": float(phase.is_real),
-                "perf/tokens_per_s": coll.generated_tokens / max(coll.seconds, 1e-9),
+                "perf/generated_tokens_per_s": coll.generated_tokens / max(coll.seconds, 1e-9),
                 "perf/train_tokens_per_s": n_tok
                 * self.ppo_epochs
                 / max(time.perf_counter() - t0 - coll.seconds, 1e-9),

@@ -85,7 +85,7 @@ def test_grpo_synthetic_schedule_trains_policy_not_reference(toy_policy, tmp_pat
     keys = set().union(*[{k for k, v in r.items() if v} for r in rows])
     for k in ("train/loss", "train/loss_policy", "train/kl_ref", "train/approx_kl", "train/clipfrac", "train/entropy",
               "rollout/reward_mean", "rollout/success_rate", "data/real_transitions", "data/synthetic_transitions",
-              "perf/tokens_per_s", "val/success_rate", "val/score_mean", "val/steps_mean", "val/invalid_rate"):  # fmt: skip
+              "perf/generated_tokens_per_s", "perf/train_tokens_per_s", "val/success_rate", "val/score_mean", "val/steps_mean", "val/invalid_rate"):  # fmt: skip
         assert k in keys, k
 
 
