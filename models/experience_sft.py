@@ -212,7 +212,9 @@ class ExperienceSFT(L.LightningModule):
         if out["n_reasoning"] > 0:
             self.log("train/loss_reasoning", out["loss_reasoning"], batch_size=bs)
         self.log(
-            "perf/train_tokens_per_s", out["tokens"].float() / max(time.perf_counter() - t0, 1e-6), batch_size=bs
+            "perf/train_tokens_per_s",
+            out["tokens"].float() / max(time.perf_counter() - t0, 1e-6),
+            batch_size=bs,
         )
         return out["loss"]
 
