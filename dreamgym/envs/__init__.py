@@ -12,9 +12,15 @@ from typing import Any
 from dreamgym.envs.base import TextEnvBase
 from dreamgym.envs.registry import make_env, register_env, registered_envs
 
-__all__ = ["TextEnvBase", "WebShopEnv", "ALFWorldEnv", "make_env", "register_env", "registered_envs"]
+__all__ = [
+    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "make_env", "register_env", "registered_envs",
+]  # fmt: skip
 
-_LAZY = {"WebShopEnv": "dreamgym.envs.webshop.env", "ALFWorldEnv": "dreamgym.envs.alfworld.env"}
+_LAZY = {
+    "WebShopEnv": "dreamgym.envs.webshop.env",
+    "ALFWorldEnv": "dreamgym.envs.alfworld.env",
+    "SyntheticEnv": "dreamgym.envs.synthetic",
+}
 """Lazily exported env classes: name -> module. Other envs add one line here."""
 
 

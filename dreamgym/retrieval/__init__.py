@@ -1,6 +1,6 @@
 """Replay buffer of real (and synthetic) transitions with a usearch index over embed(state, action)."""
 
-from dreamgym.retrieval.buffer import ReplayBuffer, transition_texts
+from dreamgym.retrieval.buffer import ReplayBuffer
 from dreamgym.retrieval.encoders import Encoder, HashingEncoder, MiniLMEncoder, make_encoder
 from dreamgym.retrieval.index import VectorIndex
 
@@ -11,5 +11,4 @@ __all__ = [
     "make_encoder",
     "VectorIndex",
     "ReplayBuffer",
-    "transition_texts",
 ]

@@ -27,14 +27,9 @@ from dreamgym.retrieval.encoders import Encoder, HashingEncoder, make_encoder
 from dreamgym.retrieval.index import VectorIndex
 from dreamgym.schema import Transition, iter_transitions, read_trajectories
 
-__all__ = ["ReplayBuffer", "transition_texts", "EXCLUDE_MODES"]
+__all__ = ["ReplayBuffer", "EXCLUDE_MODES"]
 
 EXCLUDE_MODES = ("none", "self", "trajectory", "task")
-
-
-def transition_texts(state: str, action: str) -> tuple[str, str]:
-    """The two texts embedded for a transition: ``(action, state)``."""
-    return action, state
 
 
 class ReplayBuffer:
