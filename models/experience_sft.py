@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from dreamgym.fidelity import FidelityMeter
-from dreamgym.modeling.experience import DECODINGS, ExperienceModel
+from dreamgym.modeling.experience import DECODINGS, save_experience_model
 from dreamgym.modeling.factory import LanguageModel
 from dreamgym.modeling.formats import ExperienceFormat, parse_target
 from dreamgym.modeling.forward import logits_from_first_target
@@ -270,9 +270,6 @@ class ExperienceSFT(L.LightningModule):
         log_dir = self.trainer.log_dir if self._trainer is not None else None
         target = Path(path or self.export_dir or Path(log_dir or ".") / "hf")
         dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        was_training = self.model.training
-        em = ExperienceModel(self.model, self.tokenizer, self.format, getattr(dm, "buffer", None))
-        em.save_pretrained(target)
-        self.model.requires_grad_(True)  # ExperienceModel froze it; this module keeps training if asked
-        self.model.train(was_training)
-        return target
+        return save_experience_model(
+            target, self.model, self.tokenizer, self.format, getattr(dm, "buffer", None)
+        )

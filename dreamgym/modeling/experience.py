@@ -34,7 +34,31 @@ from dreamgym.modeling.formats import (
 from dreamgym.modeling.structured import generate_outcomes
 from dreamgym.retrieval import ReplayBuffer
 
-__all__ = ["ExperienceQuery", "ExperienceModel", "FORMAT_FILE", "BUFFER_DIR", "DECODINGS"]
+__all__ = [
+    "ExperienceQuery",
+    "ExperienceModel",
+    "save_experience_model",
+    "FORMAT_FILE",
+    "BUFFER_DIR",
+    "DECODINGS",
+]
+
+
+def save_experience_model(
+    path: str | os.PathLike, model, tokenizer, fmt: ExperienceFormat, buffer: ReplayBuffer | None = None
+) -> Path:
+    """Write an experience-model directory (what :meth:`ExperienceModel.from_pretrained` loads): model +
+    tokenizer (``save_pretrained``), ``experience_format.json`` and, when given, the buffer. The model is
+    only read (training code exports without freezing it)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    (path / FORMAT_FILE).write_text(json.dumps(fmt.to_dict(), indent=2))
+    if buffer is not None:
+        buffer.save(path / BUFFER_DIR)
+    return path
+
 
 FORMAT_FILE = "experience_format.json"
 DECODINGS = ("structured", "free")
@@ -146,14 +170,9 @@ class ExperienceModel:
 
     def save_pretrained(self, path: str | os.PathLike, save_buffer: bool = True) -> Path:
         """Write model + tokenizer (``save_pretrained``), the format and the buffer to ``path``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
-        self.tokenizer.save_pretrained(path)
-        (path / FORMAT_FILE).write_text(json.dumps(self.fmt.to_dict(), indent=2))
-        if save_buffer and self.buffer is not None:
-            self.buffer.save(path / BUFFER_DIR)
-        return path
+        return save_experience_model(
+            path, self.model, self.tokenizer, self.fmt, self.buffer if save_buffer else None
+        )
 
     # ------------------------------------------------------------ prediction
     def prompts(self, queries: list[ExperienceQuery]) -> list[str]:
