@@ -347,6 +347,12 @@ def main(argv: list[str] | None = None) -> None:
             f"--out {args.out!r} exists; pass --append to add to it (trajectory ids of the same seed repeat) "
             "or --overwrite to replace it"
         )
+    parent = Path(args.out).resolve().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        ap.error(  # checked before collecting, so no episodes are played for nothing
+            f"--out {args.out!r}: its folder {str(parent)!r} does not exist or is not writable; "
+            "create it or choose another path"
+        )
     if args.overwrite:
         Path(args.out).unlink(missing_ok=True)
     trajs = collect_trajectories(

@@ -178,3 +178,18 @@ def test_step_before_reset_says_reset_first(name):
 def test_out_of_range_or_sectionless_outputs_are_parse_failures(text):
     parsed = parse_target(text)
     assert not parsed.ok and parsed.error
+
+
+@pytest.mark.parametrize("out", ["no_such_dir/x.jsonl", "readonly/x.jsonl"])
+def test_collect_refuses_an_unwritable_output_before_collecting(tmp_path, out, capsys, monkeypatch):
+    import os
+
+    (tmp_path / "readonly").mkdir()
+    os.chmod(tmp_path / "readonly", 0o500)
+    if os.access(tmp_path / "readonly", os.W_OK) and out.startswith("readonly"):
+        pytest.skip("running as a user who can write anywhere (root)")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["collect", "--env", "webshop", "--n-expert", "1", "--n-random", "0", "--out", out])
+    assert e.value.code == 2 and "does not exist or is not writable" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.jsonl"))
