@@ -92,10 +92,10 @@ def _parse_error(stage: str, message: str) -> ValueError:
     """A jsonargparse error as one short message: the complaint, "did you mean" hints, where help is."""
     from lightning.pytorch import Trainer
 
-    from dreamgym.errors import did_you_mean
+    from dreamgym.errors import constructor_parameters, did_you_mean
 
     known = ["seed_everything", "ckpt_path", "model", "data", "optimizer", "lr_scheduler", "trainer"]
-    known += [f"trainer.{p}" for p in inspect_parameters(Trainer)]
+    known += [f"trainer.{p}" for p in constructor_parameters(Trainer)]
     lines = [ln.strip().lstrip("- ").rstrip(":") for ln in message.splitlines() if ln.strip()]
     wanted = (r"not accepted|unrecognized|not expected|No action|does not exist|not a valid|"
               r"Expected a <class '(?!NoneType)|Problem with|Parser key")  # fmt: skip
@@ -113,13 +113,6 @@ def _parse_error(stage: str, message: str) -> ValueError:
         + (f" -- {' ; '.join(hints)}" if hints else "")
         + f" (`python -m dreamgym {stage} --help` lists the options)"
     )
-
-
-def inspect_parameters(cls) -> list[str]:
-    """Constructor argument names of ``cls``."""
-    import inspect
-
-    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
 
 def _resume_last(cfg) -> None:
@@ -169,12 +162,14 @@ def main(argv: list[str] | None = None) -> None:
 
 def _refuse_pipeline_config(argv: list[str]) -> None:
     """A pipeline config given to a Lightning stage: say which command runs it."""
+    from pathlib import Path
+
     import yaml
 
     for flag, value in zip(argv, argv[1:], strict=False):
         if flag in ("--config", "-c") and os.path.isfile(value):
             try:
-                top = yaml.safe_load(open(value)) or {}
+                top = yaml.safe_load(Path(value).read_text()) or {}
             except yaml.YAMLError as exc:
                 raise ValueError(f"--config {value}: not valid YAML ({exc}); fix the file") from None
             if isinstance(top, dict) and {"experience_config", "out_dir"} <= set(top):

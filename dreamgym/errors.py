@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["USER_ERRORS", "user_message", "did_you_mean", "run_guarded"]
+__all__ = ["USER_ERRORS", "user_message", "did_you_mean", "constructor_parameters", "run_guarded"]
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
@@ -69,15 +69,19 @@ def user_message(exc: BaseException) -> str | None:
     return None
 
 
+def constructor_parameters(cls: type) -> list[str]:
+    """The keyword arguments ``cls(...)`` accepts: its and its bases' ``__init__`` parameters."""
+    names = []
+    for klass in inspect.getmro(cls):
+        if "__init__" in vars(klass):
+            names += [p for p in inspect.signature(klass.__init__).parameters if p not in names]
+    return [n for n in names if n not in ("self", "args", "kwargs")]
+
+
 def _parameters(class_path: str) -> list[str]:
     try:
         module, _, name = class_path.rpartition(".")
-        cls = getattr(importlib.import_module(module), name)
-        names = []
-        for klass in inspect.getmro(cls):
-            if "__init__" in vars(klass):
-                names += [p for p in inspect.signature(klass.__init__).parameters if p not in ("self",)]
-        return [n for n in names if n not in ("args", "kwargs")]
+        return constructor_parameters(getattr(importlib.import_module(module), name))
     except Exception:  # noqa: BLE001  (suggestions are best effort)
         return []
 

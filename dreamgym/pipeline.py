@@ -300,11 +300,16 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     return report
 
 
-def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
-    """The TensorBoard directory the RL config's logger writes to (``save_dir/name``), if it has one."""
+def _rl_yaml(cfg: PipelineConfig) -> dict:
+    """The RL config file as plain YAML (the pipeline only reads paths out of it)."""
     import yaml
 
-    logger = (yaml.safe_load(Path(cfg.rl_config).read_text()).get("trainer") or {}).get("logger")
+    return yaml.safe_load(Path(cfg.rl_config).read_text())
+
+
+def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
+    """The TensorBoard directory the RL config's logger writes to (``save_dir/name``), if it has one."""
+    logger = (_rl_yaml(cfg).get("trainer") or {}).get("logger")
     init = logger.get("init_args", {}) if isinstance(logger, dict) else {}
     for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
         if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):
@@ -314,10 +319,7 @@ def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
 
 def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
     """Point the RL config's policy and synthetic env(s) at this run's outputs."""
-    import yaml
-
-    rl = yaml.safe_load(Path(cfg.rl_config).read_text())
-    sched = rl["model"]["init_args"]["schedule"]["init_args"]
+    sched = _rl_yaml(cfg)["model"]["init_args"]["schedule"]["init_args"]
     out = [f"--model.init_args.policy.init_args.path={sft}"]
     for key in ("env", "synthetic_env"):
         if key in sched and sched[key]["class_path"].endswith("SyntheticEnvSpec"):

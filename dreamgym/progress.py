@@ -67,8 +67,8 @@ class StepProgress(L.Callback):
         total = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
         planned = getattr(pl_module, "planned_steps", None)
         own = getattr(pl_module, "progress_step", None)  # a module counting in its own units (RL iterations)
-        if callable(own) or (total is None and callable(planned)):
-            total = planned() if callable(planned) else total
+        if callable(planned) and (callable(own) or total is None):
+            total = planned()
         timer = next((c for c in trainer.callbacks if isinstance(c, L.pytorch.callbacks.Timer)), None)
         left = timer.time_remaining("train") if timer is not None else None
         shown = {k: float(trainer.callback_metrics[k]) for k in self.metrics if k in trainer.callback_metrics}

@@ -44,6 +44,11 @@ __all__ = [
 ]
 
 
+FORMAT_FILE = "experience_format.json"
+DECODINGS = ("structured", "free")
+BUFFER_DIR = "buffer"
+
+
 def save_experience_model(
     path: str | os.PathLike, model, tokenizer, fmt: ExperienceFormat, buffer: ReplayBuffer | None = None
 ) -> Path:
@@ -58,11 +63,6 @@ def save_experience_model(
     if buffer is not None:
         buffer.save(path / BUFFER_DIR)
     return path
-
-
-FORMAT_FILE = "experience_format.json"
-DECODINGS = ("structured", "free")
-BUFFER_DIR = "buffer"
 
 
 @dataclass
