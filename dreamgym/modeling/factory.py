@@ -137,8 +137,7 @@ class LanguageModel:
         lora: train LoRA adapters instead of all weights (None: full fine-tuning).
         compile: ``torch.compile`` the decoder's forward in training mode (``dynamic=True``, so varying
             sequence lengths do not recompile); eval-mode passes (generation with a KV cache, scoring)
-            stay eager. Costs a one-off compile (about a minute for ``small`` on 2 CPU cores) and pays
-            off in long SFT runs (BENCHMARKS.md, "Where the time goes").
+            stay eager. Costs a one-off compile; measured speeds: BENCHMARKS.md, "Where the time goes".
         chat_template: lay prompts out with the tokenizer's own chat template
             (:mod:`dreamgym.modeling.chat`); False replaces it with the plain layout ``[BOS] prompt``,
             ``" " action [EOS]``, which a model fine-tuned before chat templates were used expects. The

@@ -56,8 +56,7 @@ def generate_texts(
         processor_factory: ``(prompt_width, rows) -> LogitsProcessor`` built for each generation batch
             (``rows``: the indices into ``prompts`` of the batch's rows, in order), e.g. a grammar.
         cache_implementation: ``transformers``' KV-cache kind (``"static"``: preallocated, no per-token
-            concatenation, about 1.3x faster decoding for the small preset on CPU; None: the library's
-            default dynamic cache).
+            concatenation; None: the library's default dynamic cache).
     """
     was_training = model.training
     model.eval()
