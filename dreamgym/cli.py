@@ -22,6 +22,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "collect": "dreamgym.collect:main",
     "tokenizer": "dreamgym.modeling.tokenizer_cli:main",
     "pipeline": "dreamgym.pipeline:main",
+    "benchmark": "dreamgym.benchmark.suite:main",
     "serve": "dreamgym.serve.server:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
@@ -37,6 +38,7 @@ Other commands:
   collect    play scripted agents in a real env and write trajectories (JSONL)
   tokenizer  train the BPE tokenizer on trajectory files
   pipeline   the whole DreamGym chain, resumable stage by stage (configs/pipeline_webshop.yaml)
+  benchmark  DreamGym's arms side by side, resumable (configs/benchmark_webshop.yaml)
   serve      serve an env (webshop, alfworld, synthetic) over AgentGym's HTTP protocol
 Errors in the input (a config key, a path, a value) print one `error:` line and exit with code 2;
 add --debug (or set DREAMGYM_DEBUG=1) for the traceback.

@@ -295,7 +295,10 @@ def collect_policy_trajectories(
     model.to("cuda" if torch.cuda.is_available() else "cpu")  # a GPU when one is present
     collector.use_format_of(policy_dir)  # prompt the policy as it was trained
     env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps, **(env_kwargs or {}))
-    episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy).episodes  # task order
+    from dreamgym.progress import CountProgress
+
+    shown = CountProgress(f"{Path(policy_dir).name} on {env_name}/{split}", len(task_indices))
+    episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy, progress=shown).episodes
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if teacher:
         replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps, **(env_kwargs or {}))

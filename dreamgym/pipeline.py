@@ -40,9 +40,23 @@ import resource
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PipelineConfig", "parse_pipeline_config", "run_pipeline", "main"]
+__all__ = [
+    "PipelineConfig",
+    "Prepared",
+    "StageClock",
+    "parse_pipeline_config",
+    "prepare",
+    "fit_stage",
+    "policy_episodes",
+    "rl_paths",
+    "count_transitions",
+    "experience_args",
+    "run_pipeline",
+    "main",
+]
 
 
 class PipelineConfig:
@@ -151,7 +165,7 @@ def _tokenizer(cfg: PipelineConfig, train: Path) -> Path:
     return out
 
 
-def _fit(config: str, args: list[str], out: Path, export_key: str) -> Path:
+def fit_stage(config: str, args: list[str], out: Path, export_key: str) -> Path:
     """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir)."""
     if out.exists():
         return out
@@ -165,7 +179,7 @@ def _fit(config: str, args: list[str], out: Path, export_key: str) -> Path:
     return out
 
 
-def _policy_rollouts(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
+def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
     """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
     reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation)."""
     if out.exists():
@@ -220,62 +234,102 @@ def _fresh(out: Path) -> Path:
     return tmp
 
 
-def run_pipeline(cfg: PipelineConfig) -> dict:
-    """Run every stage (skipping finished ones); return and save the report."""
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    times: dict[str, float] = {}
-    d = cfg.out_dir
+class StageClock:
+    """Runs named stages, printing their start and end and recording their wall time in :attr:`seconds`."""
 
-    def stage(name, fn, *a):
+    def __init__(self, tag: str = "pipeline"):
+        self.tag, self.seconds = tag, {}
+
+    def __call__(self, name: str, fn, *args):
         t0 = time.perf_counter()
-        print(f"[pipeline] stage {name} ...", flush=True)
-        out = fn(*a)
-        times[name] = round(time.perf_counter() - t0, 1)
-        print(f"[pipeline] stage {name} done in {times[name]} s -> {out}", flush=True)
+        print(f"[{self.tag}] stage {name} ...", flush=True)
+        out = fn(*args)
+        self.seconds[name] = round(time.perf_counter() - t0, 1)
+        print(f"[{self.tag}] stage {name} done in {self.seconds[name]} s -> {out}", flush=True)
         return out
 
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the shared stages produce (paths under ``out_dir``).
+
+    ``simulator`` is the experience model RL uses: the on-policy continuation when stage 5 runs, else
+    ``experience``; ``rollouts`` (the warm start's train-task episodes) is None without stage 5;
+    ``warm_episodes`` are the warm start's held-out test episodes.
+    """
+
+    train: Path
+    test: Path
+    tokenizer: Path
+    experience: Path
+    policy_sft: Path
+    rollouts: Path | None
+    simulator: Path
+    warm_episodes: Path
+
+
+def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path | None) -> list[str]:
+    """CLI overrides of the experience-model SFT config: tokenizer, data files, the starting weights."""
+    files = ",".join(str(p) for p in train)
+    args = [f"--model.init_args.lm.init_args.tokenizer_path={tokenizer}",
+            f"--data.init_args.train_files=[{files}]", f"--data.init_args.val_files=[{test}]"]  # fmt: skip
+    return ([f"--model.init_args.lm.init_args.path={init}"] if init else []) + args
+
+
+def prepare(cfg: PipelineConfig, stage: StageClock) -> Prepared:
+    """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
+    held-out evaluation; each skipped when its output exists."""
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    d = cfg.out_dir
     train = stage("collect_train", _collect, cfg, "train", cfg.train_expert, cfg.train_random, cfg.train_mix)
     test = stage("collect_test", _collect, cfg, "test", cfg.test_expert, 0)
     tok = stage("tokenizer", _tokenizer, cfg, train)
-    data = [f"--data.init_args.train_files=[{train}]", f"--data.init_args.val_files=[{test}]"]
     exp = stage(
-        "experience_sft", _fit, cfg.experience_config,
-        [f"--model.init_args.lm.init_args.tokenizer_path={tok}", *data, *cfg.experience_args],
+        "experience_sft", fit_stage, cfg.experience_config,
+        [*experience_args(tok, [train], test, None), *cfg.experience_args],
         d / "experience_model", "model.init_args.export_dir",
     )  # fmt: skip
     sft = stage(
-        "policy_sft", _fit, cfg.policy_sft_config,
-        [f"--model.init_args.policy.init_args.tokenizer_path={tok}", *data, *cfg.policy_sft_args],
+        "policy_sft", fit_stage, cfg.policy_sft_config,
+        [f"--model.init_args.policy.init_args.tokenizer_path={tok}", f"--data.init_args.train_files=[{train}]",
+         f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args],
         d / "policy_sft", "model.init_args.save_dir",
     )  # fmt: skip
-    sim = exp
+    sim, rollouts = exp, None
     if cfg.onpolicy_tasks > 0:
         rollouts = stage(
-            "onpolicy_rollouts", _policy_rollouts, cfg, sft, "train", cfg.onpolicy_tasks,
+            "onpolicy_rollouts", policy_episodes, cfg, sft, "train", cfg.onpolicy_tasks,
             d / "policy_rollouts_train.jsonl",
         )  # fmt: skip
         sim = stage(
-            "experience_onpolicy", _fit, cfg.experience_config,
-            [f"--model.init_args.lm.init_args.path={exp}", f"--model.init_args.lm.init_args.tokenizer_path={tok}",
-             f"--data.init_args.train_files=[{train},{rollouts}]", f"--data.init_args.val_files=[{test}]",
-             *cfg.onpolicy_experience_args],
+            "experience_onpolicy", fit_stage, cfg.experience_config,
+            [*experience_args(tok, [train, rollouts], test, exp), *cfg.onpolicy_experience_args],
             d / "experience_model_onpolicy", "model.init_args.export_dir",
         )  # fmt: skip
-    episodes = {
-        "policy_sft": d / "policy_sft_test_episodes.jsonl",
-        "policy_rl": d / "policy_rl_test_episodes.jsonl",
-    }
-    stage("evaluate_policy_sft", _policy_rollouts, cfg, sft, "test", cfg.eval_tasks, episodes["policy_sft"])
+    warm = stage(
+        "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, d / "policy_sft_test_episodes.jsonl"
+    )  # fmt: skip
+    return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
+                    simulator=sim, warm_episodes=warm)  # fmt: skip
+
+
+def run_pipeline(cfg: PipelineConfig) -> dict:
+    """Run every stage (skipping finished ones); return and save the report."""
+    stage = StageClock()
+    times, d = stage.seconds, cfg.out_dir
+    p = prepare(cfg, stage)
+    exp, sft, sim = p.experience, p.policy_sft, p.simulator
+    episodes = {"policy_sft": p.warm_episodes, "policy_rl": d / "policy_rl_test_episodes.jsonl"}
     if cfg.onpolicy_tasks > 0:
         stage(
             "fidelity_onpolicy", _fidelity, {"experience_model": exp, "experience_model_onpolicy": sim},
             episodes["policy_sft"], d / "fidelity_onpolicy.json",
         )  # fmt: skip
-    rl_paths = _rl_paths(cfg, sim, sft)
     rl = stage(
-        "rl", _fit, cfg.rl_config, [*rl_paths, *cfg.rl_args], d / "policy_rl", "model.init_args.save_dir"
-    )
-    stage("evaluate_policy_rl", _policy_rollouts, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
+        "rl", fit_stage, cfg.rl_config, [*rl_paths(cfg.rl_config, sim, sft), *cfg.rl_args], d / "policy_rl",
+        "model.init_args.save_dir",
+    )  # fmt: skip
+    stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
     evals, comparison = _evaluation(episodes, cfg.eval_tasks)
     (d / "eval.json").write_text(json.dumps({**evals, "policy_rl_vs_policy_sft": comparison}, indent=2))
     peak_mb = _peak_rss_mb()
@@ -287,7 +341,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "eval": evals,
         "policy_rl_vs_policy_sft": comparison,
         "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
-        "onpolicy_real_transitions": _count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
+        "onpolicy_real_transitions": count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
     try:  # the figure is a convenience: a plotting failure must not lose the run's results
         from dreamgym.plots import main_job_figure
@@ -300,16 +354,16 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     return report
 
 
-def _rl_yaml(cfg: PipelineConfig) -> dict:
-    """The RL config file as plain YAML (the pipeline only reads paths out of it)."""
+def _rl_yaml(rl_config: str | Path) -> dict:
+    """An RL config file as plain YAML (the pipeline only reads paths out of it)."""
     import yaml
 
-    return yaml.safe_load(Path(cfg.rl_config).read_text())
+    return yaml.safe_load(Path(rl_config).read_text())
 
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
     """The TensorBoard directory the RL config's logger writes to (``save_dir/name``), if it has one."""
-    logger = (_rl_yaml(cfg).get("trainer") or {}).get("logger")
+    logger = (_rl_yaml(cfg.rl_config).get("trainer") or {}).get("logger")
     init = logger.get("init_args", {}) if isinstance(logger, dict) else {}
     for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
         if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):
@@ -317,9 +371,9 @@ def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
     return Path(init["save_dir"]) / init.get("name", "lightning_logs") if init.get("save_dir") else None
 
 
-def _rl_paths(cfg: PipelineConfig, exp: Path, sft: Path) -> list[str]:
-    """Point the RL config's policy and synthetic env(s) at this run's outputs."""
-    sched = _rl_yaml(cfg)["model"]["init_args"]["schedule"]["init_args"]
+def rl_paths(rl_config: str | Path, exp: Path, sft: Path) -> list[str]:
+    """CLI overrides that point an RL config's policy at ``sft`` and its synthetic env(s) at ``exp``."""
+    sched = _rl_yaml(rl_config)["model"]["init_args"]["schedule"]["init_args"]
     out = [f"--model.init_args.policy.init_args.path={sft}"]
     for key in ("env", "synthetic_env"):
         if key in sched and sched[key]["class_path"].endswith("SyntheticEnvSpec"):
@@ -359,7 +413,7 @@ def _evaluation(
     return evals, mcnemar_exact([t.success for t in rl], [t.success for t in sft])
 
 
-def _count_transitions(path: Path) -> int:
+def count_transitions(path: Path) -> int:
     from dreamgym.schema import read_trajectories
 
     return sum(len(t.transitions) for t in read_trajectories(path)) if path.exists() else 0

@@ -13,7 +13,7 @@ import time
 
 import lightning as L
 
-__all__ = ["StepProgress", "eta_line"]
+__all__ = ["StepProgress", "CountProgress", "eta_line"]
 
 
 def eta_line(
@@ -23,11 +23,13 @@ def eta_line(
     s_per_step: float | None,
     time_left_s: float | None,
     metrics: dict,
+    unit: str = "step",
 ) -> str:
-    """The progress line (module docstring): ``step`` of ``total`` at ``s_per_step``."""
-    parts = [f"[{name}] step {step}" + (f"/{total} ({100 * step / total:.1f} %)" if total else "")]
+    """The progress line (module docstring): ``step`` of ``total`` at ``s_per_step`` (``unit``: what is
+    counted)."""
+    parts = [f"[{name}] {unit} {step}" + (f"/{total} ({100 * step / total:.1f} %)" if total else "")]
     if s_per_step is not None:
-        parts.append(f"{s_per_step:.2f} s/step")
+        parts.append(f"{s_per_step:.2f} s/{unit}")
         eta = s_per_step * max(total - step, 0) if total else None
         if time_left_s is not None:
             eta = time_left_s if eta is None else min(eta, time_left_s)
@@ -78,3 +80,21 @@ class StepProgress(L.Callback):
         line = eta_line(type(pl_module).__name__, step, total, rate, left, shown)
         if trainer.is_global_zero:
             print(line, flush=True)
+
+
+class CountProgress:
+    """Call with a count done so far; prints :func:`eta_line` at most every ``every_s`` seconds and once
+    when ``total`` is reached (e.g. episodes of an evaluation outside ``fit``)."""
+
+    def __init__(self, name: str, total: int, unit: str = "episode", every_s: float = 30.0):
+        self.name, self.total, self.unit, self.every_s = name, total, unit, every_s
+        self.start = self.last = time.perf_counter()
+        self.printed_end = False
+
+    def __call__(self, done: int) -> None:
+        now = time.perf_counter()
+        end = done >= self.total
+        if (end and not self.printed_end) or (not end and now - self.last >= self.every_s):
+            rate = (now - self.start) / done if done else None
+            print(eta_line(self.name, done, self.total, rate, None, {}, unit=self.unit), flush=True)
+            self.last, self.printed_end = now, end

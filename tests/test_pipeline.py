@@ -3,35 +3,13 @@
 import json
 
 import pytest
+from tiny_pipeline import pipeline_argv
 
 from dreamgym.pipeline import _evaluation, parse_pipeline_config, run_pipeline
 
 
 def _argv(out):
-    quiet = [f"--trainer.default_root_dir={out}/runs", "--trainer.logger=false", "--trainer.callbacks=[]",
-             "--trainer.enable_progress_bar=false", "--trainer.enable_checkpointing=false"]  # fmt: skip
-    tiny_lm = [*quiet, "--trainer.max_steps=2", "--trainer.limit_val_batches=0"]
-    return [
-        "--config", "configs/pipeline_webshop.yaml", f"--out_dir={out}",
-        "--train_expert=6", "--train_random=2", "--test_expert=2", "--vocab_size=400", "--eval_tasks=2", "--eval_batch_size=2",
-        "--experience_args=" + json.dumps([*tiny_lm, "--model.init_args.lm.init_args.preset=tiny",
-                                           "--model.init_args.max_new_tokens=16", "--model.init_args.decoding=free",
-                                           "--data.init_args.encoder=hashing"]),
-        "--policy_sft_args=" + json.dumps([*tiny_lm, "--model.init_args.policy.init_args.preset=tiny"]),
-        "--onpolicy_tasks=2",
-        "--onpolicy_experience_args=" + json.dumps([*tiny_lm, "--model.init_args.max_new_tokens=16",
-                                                    "--model.init_args.decoding=free"]),
-        "--rl_args=" + json.dumps([
-            *quiet, "--trainer.val_check_interval=100",
-            "--model.init_args.schedule.init_args.iterations=1",
-            "--model.init_args.schedule.init_args.env.init_args.batch_size=2",
-            "--model.init_args.schedule.init_args.env.init_args.max_steps=2",
-            "--model.init_args.schedule.init_args.env.init_args.kwargs={write_back: true, max_new_tokens: 16, decoding: free}",
-            "--model.init_args.eval_env.init_args.max_steps=2",
-            "--model.init_args.tasks_per_batch=1", "--model.init_args.group_size=2",
-            "--model.init_args.collector.init_args.max_new_tokens=8",
-        ]),
-    ]  # fmt: skip
+    return ["--config", "configs/pipeline_webshop.yaml", *pipeline_argv(out)]
 
 
 @pytest.mark.slow

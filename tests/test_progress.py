@@ -36,3 +36,17 @@ def test_progress_counts_rl_iterations_not_optimizer_steps(capsys):
     module.it, trainer.global_step = 3, 12
     cb._print(trainer, module)
     assert "step 3/30 (10.0 %)" in capsys.readouterr().out
+
+
+def test_count_progress_prints_at_most_every_interval_and_once_at_the_end(capsys, monkeypatch):
+    from dreamgym import progress
+
+    clock = iter([0.0, 5.0, 31.0, 40.0, 70.0, 71.0])  # start, then one reading per call
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    shown = progress.CountProgress("policy_sft on webshop/test", total=10, every_s=30.0)
+    for done in (1, 3, 4, 10, 10):  # 5 s: quiet; 31 s: a line; 40 s: quiet; 70 s: the end; again: quiet
+        shown(done)
+    assert capsys.readouterr().out.splitlines() == [
+        "[policy_sft on webshop/test] episode 3/10 (30.0 %), 10.33 s/episode, ETA 1.2 min",
+        "[policy_sft on webshop/test] episode 10/10 (100.0 %), 7.00 s/episode, ETA 0.0 min",
+    ]

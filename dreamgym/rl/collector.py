@@ -19,6 +19,7 @@ import os
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,6 +195,7 @@ class RolloutCollector:
         group_size: int = 1,
         greedy: bool = False,
         max_transitions: int | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> Collection:
         """Run ``group_size`` episodes of each task; episodes of task ``task_indices[g]`` form group ``g``.
 
@@ -210,6 +212,8 @@ class RolloutCollector:
             greedy: greedy decoding (evaluation) instead of sampling.
             max_transitions: hard cap on env steps; episodes still running when it is reached are cut
                 (their last turn is marked done and truncated). ``None``: no cap.
+            progress: called after every env step with the number of episodes finished so far (e.g.
+                :class:`dreamgym.progress.CountProgress`).
         """
         start = time.perf_counter()
         todo = deque(
@@ -256,6 +260,8 @@ class RolloutCollector:
             for i in ended:
                 self._finish(slot_ep[i], slot_turns.pop(i, []), turns_by_ep, finished, truncated=False)
                 slot_ep[i] = None
+            if progress is not None:
+                progress(len(finished))
             if todo and all(e is None for e in slot_ep):  # the wave has ended: start the next one
                 self._reset(env, slot_ep, list(range(n_slots)), todo, current=nxt)
         finished.sort(key=lambda e: e.episode_id)

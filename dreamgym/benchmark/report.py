@@ -1,0 +1,214 @@
+"""The benchmark report, regenerated from the stored records alone (no model is loaded).
+
+Per arm: held-out success and score (mean +- sample std over seeds), the paired exact McNemar test
+(:func:`dreamgym.stats.mcnemar_exact`) against the warm start and against real-env GRPO (task by task,
+seed with seed; the warm start is greedy and deterministic, so each seed pairs with its one record),
+real transitions split into offline / online / audit, synthetic transitions, fit wall-clock and CPU
+seconds. The cost model projects each arm's wall-clock when a real step costs ``L`` seconds (a live
+website): ``fit_seconds + (online + audit) * L`` (local env steps are already inside ``fit_seconds``;
+sessions are assumed sequential), and the crossover latency above which an arm is cheaper than real-env
+GRPO. Two figures: held-out success against online real transitions (error bars: std over seeds), and
+the validation success curves of the RL arms.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+from dreamgym.stats import mcnemar_exact
+
+__all__ = ["arm_summary", "paired", "crossover_latency", "write_report", "WARM_ARM", "REAL_ARM"]
+
+WARM_ARM, REAL_ARM = "warm_start", "real_grpo"
+MARKER = "<!-- benchmark:{name}:{end} -->"
+
+
+def _mean_std(xs: list[float]) -> tuple[float, float]:
+    if not xs:
+        return math.nan, math.nan
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def arm_summary(records: list[dict]) -> dict:
+    """Mean and std over an arm's seed records of the figures the table shows."""
+    out = {"seeds": [r["seed"] for r in records], "n_tasks": len(records[0]["successes"]) if records else 0}
+    for key, get in (
+        ("success", lambda r: r["metrics"]["success_rate"]),
+        ("score", lambda r: r["metrics"]["score_mean"]),
+        ("online", lambda r: r["real_transitions"]["online"]),
+        ("audit", lambda r: r["real_transitions"]["audit"]),
+        ("synthetic", lambda r: r["synthetic_transitions"]),
+        ("fit_seconds", lambda r: r["fit_seconds"]),
+        ("fit_cpu_seconds", lambda r: r["fit_cpu_seconds"]),
+    ):
+        out[key] = _mean_std([float(get(r)) for r in records])
+    out["offline"] = records[0]["real_transitions"]["offline"] if records else 0
+    return out
+
+
+def paired(a: list[dict], b: list[dict]) -> dict | None:
+    """McNemar over the pooled task pairs of arms ``a`` and ``b`` (seed with seed; a one-record arm pairs
+    with every seed of the other). None when they share no seed or their tasks differ."""
+    if not a or not b:
+        return None
+    by_seed = {r["seed"]: r for r in b}
+    pairs = [(r, by_seed.get(r["seed"], b[0] if len(b) == 1 else None)) for r in a]
+    if len(a) == 1 and len(b) > 1:
+        pairs = [(a[0], r) for r in b]
+    pairs = [(x, y) for x, y in pairs if y is not None and x["task_ids"] == y["task_ids"]]
+    if not pairs:
+        return None
+    xa = [c == "1" for x, _ in pairs for c in x["successes"]]
+    xb = [c == "1" for _, y in pairs for c in y["successes"]]
+    return mcnemar_exact(xa, xb)
+
+
+def crossover_latency(arm: dict, real: dict) -> float | None:
+    """Real-step latency ``L`` above which ``arm`` costs less wall-clock than real-env GRPO:
+    ``fit_a + n_a L = fit_r + n_r L`` with ``n`` the online + audit real transitions (None: never)."""
+    n_a, n_r = arm["online"][0] + arm["audit"][0], real["online"][0] + real["audit"][0]
+    if n_r <= n_a:
+        return None
+    return max(0.0, (arm["fit_seconds"][0] - real["fit_seconds"][0]) / (n_r - n_a))
+
+
+def _fmt(ms: tuple[float, float], digits: int = 3) -> str:
+    m, s = ms
+    return "n/a" if math.isnan(m) else f"{m:.{digits}f} +- {s:.{digits}f}"
+
+
+def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = cfg.report.parent
+    paths = [out_dir / f"suite_{cfg.name}_success.png", out_dir / f"suite_{cfg.name}_curves.png"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, s in summaries.items():
+        ax.errorbar(s["online"][0], s["success"][0], yerr=s["success"][1], fmt="o", capsize=3, label=name)
+    ax.set_xscale("symlog", linthresh=100)
+    ax.set_xlabel("online real transitions used in RL")
+    ax.set_ylabel(f"held-out success ({next(iter(summaries.values()))['n_tasks']} test tasks)")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{cfg.name}: success against real-environment cost")
+    fig.tight_layout()
+    fig.savefig(paths[0], dpi=120)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, records in by_arm.items():
+        curves = [r.get("curve", {}).get("val/success_rate") or [] for r in records]
+        steps = sorted({s for c in curves for s, _ in c})
+        if not steps:
+            continue
+        mean = [statistics.fmean([v for c in curves for s, v in c if s == step]) for step in steps]
+        ax.plot(steps, mean, marker=".", label=f"{name} ({len(records)} seeds)")
+    ax.set_xlabel("RL iteration")
+    ax.set_ylabel("validation success (real test tasks, greedy)")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{cfg.name}: learning curves (mean over seeds)")
+    fig.tight_layout()
+    fig.savefig(paths[1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def write_report(cfg, results: dict) -> Path:
+    """Write ``cfg.report`` (markdown) and the figures from ``results``; replace the suite's section of
+    ``cfg.document`` (``BENCHMARKS.md``) between its markers when the file has them. Returns the report path."""
+    runs = results.get("runs", {})
+    cfg.report.parent.mkdir(parents=True, exist_ok=True)
+    by_arm = {a.name: [r for k, r in sorted(runs.items()) if r["arm"] == a.name] for a in cfg.arms}
+    by_arm = {k: v for k, v in by_arm.items() if v}
+    summaries = {name: arm_summary(recs) for name, recs in by_arm.items()}
+    lines = [f"## Benchmark suite `{cfg.name}`", ""]
+    shared = results.get("shared", {})
+    commits = sorted(
+        {
+            r.get("commit", "unknown")[:7] + ("+dirty" if r.get("dirty") else "")
+            for r in runs.values()
+            if "commit" in r
+        }
+    )
+    lines += [
+        f"Command: `python -m dreamgym benchmark --config configs/benchmark_{cfg.name}.yaml` (report only: add "
+        f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
+        f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
+        f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
+        f"{shared.get('onpolicy_train_transitions', '?')}. Held-out: real test tasks 0..{shared.get('eval_tasks', '?')}-1, greedy.",
+        f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
+        "",
+        "| arm | seeds | success | score | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for name, s in summaries.items():
+        vs_warm = paired(by_arm[name], by_arm.get(WARM_ARM, [])) if name != WARM_ARM else None
+        vs_real = paired(by_arm[name], by_arm.get(REAL_ARM, [])) if name != REAL_ARM else None
+        lines.append(
+            f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {_fmt(s['online'], 0)} | "
+            f"{_fmt(s['audit'], 0)} | {_fmt(s['synthetic'], 0)} | {_fmt(s['fit_seconds'], 0)} | "
+            f"{_fmt(s['fit_cpu_seconds'], 0)} | "
+            + (f"{int(vs_warm['only_a'])} / {int(vs_warm['only_b'])}, p = {vs_warm['p_one_sided']:.3f}" if vs_warm else "")
+            + " | "
+            + (f"p = {vs_real['p_one_sided']:.3f}" if vs_real else "")
+            + " |"
+        )  # fmt: skip
+    missing = [f"{a.name} (seeds {[s for s in cfg.arm_seeds(a) if f'{a.name}/s{s}' not in runs]})" for a in cfg.arms
+               if any(f"{a.name}/s{s}" not in runs for s in cfg.arm_seeds(a))]  # fmt: skip
+    lines += [
+        "",
+        "p: one-sided exact McNemar p of 'this arm is better', pooled over seed-paired task outcomes.",
+    ]
+    if missing:
+        lines += ["", f"**Not run yet** (no record): {'; '.join(missing)}."]
+    real = summaries.get(REAL_ARM)
+    if real:
+        lines += ["", "Cost model: projected wall-clock (hours) when one real step costs L seconds "
+                  "(`fit_seconds + (online + audit) * L`, sequential sessions), and the crossover L above which "
+                  "the arm is cheaper than real-env GRPO.", "",
+                  "| arm | " + " | ".join(f"L = {L:g} s" for L in cfg.live_step_seconds) + " | crossover L |",
+                  "|---|" + "---|" * (len(cfg.live_step_seconds) + 1)]  # fmt: skip
+        for name, s in summaries.items():
+            if name == WARM_ARM:
+                continue
+            proj = [
+                (s["fit_seconds"][0] + (s["online"][0] + s["audit"][0]) * L) / 3600
+                for L in cfg.live_step_seconds
+            ]
+            cross = crossover_latency(s, real) if name != REAL_ARM else None
+            lines.append(f"| {name} | " + " | ".join(f"{p:.2f}" for p in proj) + " | "
+                         + ("" if name == REAL_ARM else ("never" if cross is None else f"{cross:.3f} s")) + " |")  # fmt: skip
+    if summaries:
+        try:  # a plotting failure must not lose the tables
+            figs = _figures(cfg, by_arm, summaries)
+            lines += ["", " ".join(f"![{p.stem}]({p.name})" for p in figs)]
+        except Exception as exc:  # noqa: BLE001
+            lines += ["", f"(no figures: {type(exc).__name__}: {exc})"]
+    text = "\n".join(lines) + "\n"
+    cfg.report.write_text(text)
+    if cfg.document is not None:
+        _replace_section(cfg.document, cfg.name, text, cfg.report)
+    print(text, flush=True)
+    return cfg.report
+
+
+def _replace_section(doc: Path, name: str, text: str, report: Path) -> None:
+    """Put ``text`` between the suite's markers in ``doc`` (figure links made relative to ``doc``)."""
+    start, end = MARKER.format(name=name, end="start"), MARKER.format(name=name, end="end")
+    if not doc.exists():
+        return
+    body = doc.read_text()
+    if start not in body or end not in body:
+        return
+    rel = report.parent
+    if rel.is_absolute() and rel.is_relative_to(doc.resolve().parent):
+        rel = rel.relative_to(doc.resolve().parent)
+    text = text.replace("](suite_", f"]({rel.as_posix()}/suite_").replace(
+        "## Benchmark suite", "### Benchmark suite"
+    )
+    head, rest = body.split(start, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{start}\n{text}{end}{tail}")

@@ -1,0 +1,376 @@
+"""The headline benchmark: DreamGym's arms side by side on one warm start and one held-out task set.
+
+``python -m dreamgym benchmark --config configs/benchmark_webshop.yaml`` runs, under ``out_dir``:
+
+1. the shared stages of the suite's pipeline config (:func:`dreamgym.pipeline.prepare`: offline data,
+   tokenizer, experience model, warm start, the warm start's held-out episodes), skipped when done;
+2. per experience-model variant an arm asks for (e.g. ``no_retrieval``: ``k = 0``), a separately
+   *trained* experience model, the same two fits as the shared one with the variant's overrides;
+3. per arm and seed: the arm's RL fit from the warm start (``--seed_everything`` = seed), then the
+   trained policy's greedy episodes on the held-out real test tasks ``0..eval_tasks-1``.
+
+Each (arm, seed) is a stage whose record lands in ``results`` (a committed JSON) as soon as it ends,
+so an interrupted suite resumes where it stopped and its report is regenerated from that file alone
+(:mod:`dreamgym.benchmark.report`). A record holds the held-out metrics and per-task outcomes (for the
+paired tests), real transitions split into offline / online / audit, synthetic transitions, wall-clock
+and CPU seconds of the fit and of the evaluation, the validation curve, the exact overrides and the
+commit. Arm overrides are templates: ``{seed}`` and every key of ``values`` are filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dreamgym.pipeline import (
+    StageClock,
+    count_transitions,
+    experience_args,
+    fit_stage,
+    parse_pipeline_config,
+    policy_episodes,
+    prepare,
+    rl_paths,
+)
+
+__all__ = [
+    "Arm",
+    "ExperienceVariant",
+    "SuiteConfig",
+    "parse_suite_config",
+    "run_suite",
+    "load_results",
+    "main",
+]
+
+_TEMPLATE = re.compile(r"\{(\w+)\}")
+RECORD_TAGS = (
+    "data/real_transitions",
+    "data/synthetic_transitions",
+    "data/audit_transitions",
+    "val/success_rate",
+    "rollout/success_rate",
+)
+
+
+@dataclass
+class ExperienceVariant:
+    """An experience model trained like the shared one but with ``args`` added to both of its fits
+    (e.g. ``["--data.init_args.k=0"]``: no retrieval)."""
+
+    name: str
+    args: list[str] = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass
+class Arm:
+    """One arm of the suite.
+
+    Attributes:
+        name: the arm's name in the results and tables.
+        rl_config: the LightningCLI RL config it fits; None: the warm start itself (no RL).
+        args: overrides added after the suite's ``common_args`` (templates, see the module docstring).
+        experience: the name of an :class:`ExperienceVariant` to simulate with (None: the shared one).
+        seeds: the seeds it runs (None: the suite's ``seeds``).
+        description: one line for the report.
+    """
+
+    name: str
+    rl_config: str | None = None
+    args: list[str] = field(default_factory=list)
+    experience: str | None = None
+    seeds: list[int] | None = None
+    description: str = ""
+
+
+class SuiteConfig:
+    """A benchmark suite.
+
+    Args:
+        name: the suite's name (``webshop``, ``alfworld``).
+        pipeline: the pipeline config whose shared stages give the warm start, experience model and data.
+        pipeline_args: overrides of the pipeline config (e.g. ``["--out_dir=artifacts/x"]``).
+        out_dir: where the arms' checkpoints, logs and episodes go (not committed).
+        results: the JSON file of records (committed; the report is regenerated from it).
+        report: the markdown report written from ``results``.
+        seeds: the default seeds of every arm.
+        values: template values for the overrides (``{iterations}``, ``{real_budget}``, ...).
+        common_args: overrides every RL arm gets first (the same budget and hyper-parameters).
+        arms: the arms, in the order they run and are reported.
+        experience_variants: separately trained experience models the arms may name.
+        live_step_seconds: real-step latencies (seconds) the cost model projects wall-clock at.
+        document: the markdown document whose section between the suite's markers
+            (``<!-- benchmark:NAME:start -->`` ... ``end``) the report replaces (None: none).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        pipeline: str,
+        out_dir: str,
+        results: str,
+        report: str,
+        seeds: list[int] | None = None,
+        values: dict[str, str | int | float] | None = None,
+        common_args: list[str] | None = None,
+        arms: list[Arm] | None = None,
+        experience_variants: list[ExperienceVariant] | None = None,
+        live_step_seconds: list[float] | None = None,
+        document: str | None = "BENCHMARKS.md",
+        pipeline_args: list[str] | None = None,
+    ):
+        self.name, self.pipeline, self.pipeline_args = name, pipeline, list(pipeline_args or [])
+        self.out_dir, self.results, self.report = Path(out_dir), Path(results), Path(report)
+        self.seeds = list(seeds if seeds is not None else [0, 1, 2])
+        self.values = dict(values or {})
+        self.common_args = list(common_args or [])
+        self.arms = list(arms or [])
+        self.variants = {v.name: v for v in experience_variants or []}
+        self.live_step_seconds = list(live_step_seconds or [0.5, 2.0, 10.0])
+        self.document = Path(document) if document else None
+        names = [a.name for a in self.arms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"SuiteConfig.arms: arm names must be unique; repeated: {dup}")
+        for arm in self.arms:
+            if arm.experience is not None and arm.experience not in self.variants:
+                raise ValueError(
+                    f"SuiteConfig.arms: arm {arm.name!r} names experience={arm.experience!r}, which is not in "
+                    f"experience_variants {sorted(self.variants)}; add it there or remove the field"
+                )
+
+    def arm_seeds(self, arm: Arm) -> list[int]:
+        """The seeds ``arm`` runs (the warm start is deterministic: one record)."""
+        if arm.rl_config is None:
+            return [0]
+        return list(arm.seeds) if arm.seeds is not None else self.seeds
+
+    def fill(self, args: list[str], seed: int) -> list[str]:
+        """``args`` with every ``{name}`` (a bare identifier in braces) replaced by ``values[name]`` or the
+        seed; other braces (YAML flow mappings such as ``{write_back: true}``) are left as they are."""
+        values = {**self.values, "seed": seed}
+
+        def sub(match: re.Match) -> str:
+            if match.group(1) not in values:
+                raise ValueError(
+                    f"SuiteConfig: override template names {{{match.group(1)}}}, which is not in `values` "
+                    f"{sorted(values)}; add it to `values`"
+                )
+            return str(values[match.group(1)])
+
+        return [_TEMPLATE.sub(sub, a) for a in args]
+
+
+def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
+    """Parse ``--config X.yaml`` (with overrides) and the command's flags: ``(config, flags)``."""
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    parser = ArgumentParser(
+        prog="python -m dreamgym benchmark", parser_mode="yaml", description=__doc__, exit_on_error=False
+    )
+    parser.add_argument("--config", action=ActionConfigFile)
+    parser.add_class_arguments(SuiteConfig, nested_key=None)
+    parser.add_argument("--only", type=list[str] | None, default=None, help="run only these arms")
+    parser.add_argument("--report_only", type=bool, default=False, help="rewrite the report from `results`")
+    values = parser.parse_args(argv).as_dict()
+    flags = {k: values.pop(k) for k in ("only", "report_only")}
+    kwargs = {k: v for k, v in values.items() if k not in ("config", "__path__")}
+    kwargs["arms"] = [Arm(**a) for a in kwargs.get("arms") or []]
+    kwargs["experience_variants"] = [ExperienceVariant(**v) for v in kwargs.get("experience_variants") or []]
+    unknown = sorted(
+        set(flags["only"] or []) - {a["name"] if isinstance(a, dict) else a.name for a in kwargs["arms"]}
+    )
+    if unknown:
+        raise ValueError(
+            f"--only names unknown arm(s) {unknown}; the suite's arms are {[a.name for a in kwargs['arms']]}"
+        )
+    return SuiteConfig(**kwargs), flags
+
+
+# ---------------------------------------------------------------------------------------------- results
+def load_results(path: str | os.PathLike) -> dict:
+    """The suite's stored records (``{"shared": {...}, "runs": {"arm/s0": record}}``; empty when new)."""
+    path = Path(path)
+    if not path.exists():
+        return {"shared": {}, "runs": {}}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); restore it from git or delete it to rerun"
+        ) from None
+    data.setdefault("shared", {})
+    data.setdefault("runs", {})
+    return data
+
+
+def _save(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+
+
+def _outcomes(episodes: Path) -> dict:
+    """Held-out metrics and the per-task outcome string (``"0110..."``) of an episode file."""
+    from dreamgym.rl.collector import trajectory_metrics
+    from dreamgym.schema import read_trajectories
+
+    trajs = list(read_trajectories(episodes))
+    metrics = {k: round(v, 6) for k, v in trajectory_metrics(trajs).items() if k != "reward_mean"}
+    return {
+        "metrics": metrics,
+        "task_ids": [t.task_id for t in trajs],
+        "successes": "".join("1" if t.success else "0" for t in trajs),
+    }
+
+
+def _last(series: dict, tag: str) -> float:
+    points = series.get(tag) or []
+    return float(points[-1][1]) if points else 0.0
+
+
+# ---------------------------------------------------------------------------------------------- stages
+def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, stage: StageClock) -> Path:
+    """The variant's experience model: the shared model's fits with ``variant.args`` added."""
+    d = cfg.out_dir / "experience" / variant.name
+    first = stage(
+        f"experience_{variant.name}", fit_stage, pcfg.experience_config,
+        [*experience_args(prep.tokenizer, [prep.train], prep.test, None), *pcfg.experience_args, *variant.args],
+        d / "offline", "model.init_args.export_dir",
+    )  # fmt: skip
+    if prep.rollouts is None:
+        return first
+    return stage(
+        f"experience_{variant.name}_onpolicy", fit_stage, pcfg.experience_config,
+        [*experience_args(prep.tokenizer, [prep.train, prep.rollouts], prep.test, first),
+         *pcfg.onpolicy_experience_args, *variant.args],
+        d / "onpolicy", "model.init_args.export_dir",
+    )  # fmt: skip
+
+
+def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock) -> dict:
+    """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record."""
+    from dreamgym.plots import scalar_series
+    from dreamgym.provenance import result_meta
+
+    out = cfg.out_dir / arm.name / f"s{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    variant = cfg.variants.get(arm.experience) if arm.experience else None
+    simulator = prep.simulator if variant is None else _variant_model(cfg, pcfg, prep, variant, stage)
+    paths = rl_paths(arm.rl_config, simulator, prep.policy_sft)
+    args = [
+        f"--seed_everything={seed}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        "--trainer.logger.init_args.name=tb",
+        *cfg.fill(cfg.common_args, seed),
+        *cfg.fill(arm.args, seed),
+    ]
+    timing_file = out / "fit_timing.json"
+    t0, c0 = time.perf_counter(), time.process_time()
+    policy = stage(
+        f"{arm.name}/s{seed}",
+        fit_stage,
+        arm.rl_config,
+        [*paths, *args],
+        out / "policy",
+        "model.init_args.save_dir",
+    )
+    if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
+        timing_file.write_text(
+            json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0})
+        )
+    timing = json.loads(timing_file.read_text())
+    t1, c1 = time.perf_counter(), time.process_time()
+    episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
+    series = scalar_series(out / "tb", tags=RECORD_TAGS)
+    uses_simulator = any(".checkpoint=" in a for a in paths)
+    offline = count_transitions(prep.train) + (
+        count_transitions(prep.rollouts) if uses_simulator and prep.rollouts else 0
+    )
+    return {
+        "arm": arm.name,
+        "seed": seed,
+        **_outcomes(episodes),
+        "real_transitions": {
+            "offline": offline,
+            "online": int(_last(series, "data/real_transitions")),
+            "audit": int(_last(series, "data/audit_transitions")),
+        },
+        "synthetic_transitions": int(_last(series, "data/synthetic_transitions")),
+        "fit_seconds": round(timing["seconds"], 1),
+        "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
+        "eval_seconds": round(time.perf_counter() - t1, 1),
+        "eval_cpu_seconds": round(time.process_time() - c1, 1),
+        "curve": {
+            t: [[int(x), float(y)] for x, y in series.get(t, [])]
+            for t in ("val/success_rate", "rollout/success_rate")
+        },
+        "rl_config": arm.rl_config,
+        "args": args,
+        "experience": arm.experience or "shared",
+        **{k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"},
+    }
+
+
+def _shared_record(pcfg, prep) -> dict:
+    from dreamgym.provenance import result_meta
+
+    return {
+        "pipeline_out_dir": str(pcfg.out_dir),
+        "eval_tasks": pcfg.eval_tasks,
+        "offline_train_transitions": count_transitions(prep.train),
+        "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
+        **{k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"},
+    }
+
+
+def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool = False) -> dict:
+    """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms when given), then write the
+    report; returns the results."""
+    from dreamgym.benchmark.report import write_report
+
+    results = load_results(cfg.results)
+    if not report_only:
+        pcfg = parse_pipeline_config(["--config", cfg.pipeline, *cfg.pipeline_args])
+        stage = StageClock("benchmark")
+        prep = prepare(pcfg, stage)
+        results["shared"] = _shared_record(pcfg, prep)
+        warm = _outcomes(prep.warm_episodes)
+        for arm in cfg.arms:
+            if only and arm.name not in only:
+                continue
+            for seed in cfg.arm_seeds(arm):
+                key = f"{arm.name}/s{seed}"
+                if key in results["runs"]:
+                    continue
+                if arm.rl_config is None:
+                    rec = {"arm": arm.name, "seed": seed, **warm, "real_transitions": {
+                        "offline": results["shared"]["offline_train_transitions"], "online": 0, "audit": 0},
+                        "synthetic_transitions": 0, "fit_seconds": 0.0, "fit_cpu_seconds": 0.0}  # fmt: skip
+                else:
+                    rec = _run_arm(cfg, pcfg, prep, arm, seed, stage)
+                results["runs"][key] = rec
+                _save(cfg.results, results)
+                m = rec["metrics"]
+                print(
+                    f"[benchmark] {key}: success {m['success_rate']:.3f} score {m['score_mean']:.3f}",
+                    flush=True,
+                )
+        _save(cfg.results, results)
+    write_report(cfg, results)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    cfg, flags = parse_suite_config(argv)
+    run_suite(cfg, only=flags["only"], report_only=flags["report_only"])

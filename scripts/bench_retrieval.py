@@ -1,0 +1,123 @@
+"""usearch top-k latency, recall against exact search, and index memory as the replay buffer grows.
+
+    python scripts/bench_retrieval.py --sizes 10000 100000 1000000 --out benchmarks/results/retrieval_webshop.json
+
+Vectors are the replay buffer's own embeddings (:meth:`dreamgym.retrieval.ReplayBuffer.embed`, the
+configured hashing encoder, 512 dims) of the real WebShop train transitions in ``--train``; sizes beyond
+their count are filled with jittered copies (a real vector plus Gaussian noise of ``--jitter`` per
+dimension, renormalised), so the index holds clusters of near-duplicates as a buffer with written-back
+synthetic transitions does. Queries are ``--queries`` held-out test transitions (``--test``), asked
+one at a time and in batches of ``--batch`` (the synthetic env's slots). Exact search is a numpy
+matrix product over the same vectors; recall@k is the share of the exact top-k that usearch returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dreamgym.provenance import result_meta  # noqa: E402
+from dreamgym.retrieval import ReplayBuffer  # noqa: E402
+from dreamgym.retrieval.index import VectorIndex  # noqa: E402
+from dreamgym.schema import iter_transitions, read_trajectories  # noqa: E402
+
+
+def _vectors(path: str, limit: int | None = None) -> np.ndarray:
+    ts = list(iter_transitions(read_trajectories(path)))[:limit]
+    return ReplayBuffer().embed([t.state for t in ts], [t.action for t in ts])
+
+
+def _grow(base: np.ndarray, n: int, jitter: float, rng: np.random.Generator) -> np.ndarray:
+    if n <= len(base):
+        return base[:n]
+    extra = base[rng.integers(0, len(base), n - len(base))]
+    extra = extra + rng.normal(0.0, jitter, extra.shape).astype(np.float32)
+    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    return np.concatenate([base, extra.astype(np.float32)])
+
+
+def _exact_topk(db: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> np.ndarray:
+    best_s = np.full((len(q), k), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(q), k), dtype=np.int64)
+    for start in range(0, len(db), chunk):
+        sims = q @ db[start : start + chunk].T
+        part = np.argpartition(-sims, min(k, sims.shape[1] - 1), axis=1)[:, :k]
+        s = np.take_along_axis(sims, part, axis=1)
+        cand_s, cand_i = np.concatenate([best_s, s], 1), np.concatenate([best_i, part + start], 1)
+        top = np.argsort(-cand_s, axis=1)[:, :k]
+        best_s, best_i = np.take_along_axis(cand_s, top, 1), np.take_along_axis(cand_i, top, 1)
+    return best_i
+
+
+def measure(db: np.ndarray, q: np.ndarray, k: int, batch: int) -> dict:
+    """Build, memory, latency (single and batched queries), recall@k and exact-search time."""
+    index = VectorIndex(db.shape[1])
+    t0 = time.perf_counter()
+    index.add(np.arange(len(db)), db)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for row in q:
+        index.search(row[None], k)
+    single_ms = (time.perf_counter() - t0) / len(q) * 1e3
+    t0 = time.perf_counter()
+    got = np.concatenate([index.search(q[i : i + batch], k)[0] for i in range(0, len(q), batch)])
+    batch_ms = (time.perf_counter() - t0) / -(-len(q) // batch) * 1e3
+    t0 = time.perf_counter()
+    exact = _exact_topk(db, q, k)
+    exact_ms = (time.perf_counter() - t0) / len(q) * 1e3
+    recall = float(np.mean([len(set(g) & set(e)) / k for g, e in zip(got, exact, strict=True)]))
+    return {
+        "n": len(db),
+        "build_s": round(build, 2),
+        "index_mb": round(len(index.to_bytes()) / 2**20, 1),
+        "vectors_mb": round(db.nbytes / 2**20, 1),
+        "single_query_ms": round(single_ms, 3),
+        f"batch{batch}_query_ms": round(batch_ms, 3),
+        "exact_numpy_ms_per_query": round(exact_ms, 3),
+        f"recall@{k}": round(recall, 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--train", default="artifacts/webshop/offline_train.jsonl")
+    ap.add_argument("--test", default="artifacts/webshop/offline_test.jsonl")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--queries", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--jitter", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    base = _vectors(args.train)
+    queries = _vectors(args.test, args.queries)
+    rows = []
+    for n in args.sizes:
+        row = {
+            "real_vectors": min(n, len(base)),
+            **measure(_grow(base, n, args.jitter, rng), queries, args.k, args.batch),
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    result = {
+        "_meta": result_meta("scripts/bench_retrieval.py", argv),
+        "dims": int(base.shape[1]),
+        "rows": rows,
+    }
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""The benchmark suite: its statistics and report from stored records, its config checks, and a tiny suite
+end to end (every arm kind runs, records hold what the report needs, a rerun fits nothing)."""
+
+import json
+import math
+
+import pytest
+from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL_ARGS, pipeline_argv
+
+from dreamgym.benchmark.report import arm_summary, crossover_latency, paired, write_report
+from dreamgym.benchmark.suite import (
+    Arm,
+    ExperienceVariant,
+    SuiteConfig,
+    load_results,
+    parse_suite_config,
+    run_suite,
+)
+
+
+def _rec(arm, seed, successes, online=0, fit=100.0, tasks=None):
+    return {
+        "arm": arm, "seed": seed, "successes": successes, "task_ids": tasks or [f"t{i}" for i in range(len(successes))],
+        "metrics": {"success_rate": successes.count("1") / len(successes), "score_mean": 0.5},
+        "real_transitions": {"offline": 1000, "online": online, "audit": 0}, "synthetic_transitions": 0 if online else 64,
+        "fit_seconds": fit, "fit_cpu_seconds": 2 * fit, "commit": "abcdef0123", "dirty": False,
+        "curve": {"val/success_rate": [[4, 0.1 + seed], [8, 0.2]]},
+    }  # fmt: skip
+
+
+def test_paired_pools_seed_with_seed_and_the_warm_start_with_every_seed():
+    arm = [_rec("a", 0, "1100"), _rec("a", 1, "1000")]
+    warm = [_rec("warm_start", 0, "0100")]
+    out = paired(arm, warm)  # pairs: 1100|0100 and 1000|0100
+    assert (out["n"], out["only_a"], out["only_b"]) == (8.0, 2.0, 1.0)
+    real = [_rec("r", 1, "0000"), _rec("r", 0, "1111")]  # seed 0 with seed 0, 1 with 1, whatever the order
+    out = paired(arm, real)
+    assert (out["only_a"], out["only_b"]) == (1.0, 2.0)
+    assert paired(arm, [_rec("r", 5, "1111"), _rec("r", 6, "1111")]) is None  # no common seed
+    assert paired(arm, [_rec("warm_start", 0, "0100", tasks=["x", "y", "z", "w"])]) is None  # other tasks
+
+
+def test_arm_summary_and_crossover():
+    s = arm_summary([_rec("a", 0, "10000", fit=1000.0), _rec("a", 1, "11000", fit=1200.0)])
+    assert s["seeds"] == [0, 1] and s["n_tasks"] == 5
+    assert s["success"][0] == pytest.approx(0.3) and s["success"][1] == pytest.approx(math.sqrt(0.02))
+    assert s["fit_seconds"] == (1100.0, pytest.approx(math.sqrt(20000)))
+    real = arm_summary([_rec("r", 0, "10000", online=900, fit=200.0)])
+    assert crossover_latency(s, real) == pytest.approx((1100 - 200) / 900)
+    assert crossover_latency(real, s) is None  # more real steps than the reference: never cheaper
+
+
+def _suite(tmp_path, **kw):
+    base = dict(name="toy", pipeline="configs/pipeline_webshop.yaml", out_dir=str(tmp_path / "out"),
+                results=str(tmp_path / "res.json"), report=str(tmp_path / "rep" / "suite_toy.md"), document=None)  # fmt: skip
+    return SuiteConfig(**{**base, **kw})
+
+
+def test_report_from_records_replaces_only_its_section(tmp_path):
+    doc = tmp_path / "BENCH.md"
+    doc.write_text("# head\n<!-- benchmark:toy:start -->\nold\n<!-- benchmark:toy:end -->\ntail\n")
+    arms = [
+        Arm("warm_start"),
+        Arm("real_grpo", "x.yaml"),
+        Arm("dreamgym_grpo", "y.yaml"),
+        Arm("ppo", "z.yaml", seeds=[0]),
+    ]
+    cfg = _suite(tmp_path, arms=arms, seeds=[0, 1], document=str(doc), values={"iterations": 8})
+    runs = {"warm_start/s0": _rec("warm_start", 0, "0100"), "real_grpo/s0": _rec("real_grpo", 0, "0110", online=800),
+            "real_grpo/s1": _rec("real_grpo", 1, "0100", online=700, fit=50.0),
+            "dreamgym_grpo/s0": _rec("dreamgym_grpo", 0, "1100", fit=500.0)}  # fmt: skip
+    text = write_report(cfg, {"shared": {"eval_tasks": 4}, "runs": runs}).read_text()
+    assert "| real_grpo | 2 | 0.375 +- 0.177 |" in text
+    assert (
+        "| dreamgym_grpo | 1 | 0.500 +- 0.000 |" in text and "1 / 0, p = 0.500" in text
+    )  # vs the warm start
+    assert "**Not run yet** (no record): dreamgym_grpo (seeds [1]); ppo (seeds [0])." in text
+    assert "| dreamgym_grpo | 0.14 | 0.14 | 0.14 | 0.567 s |" in text  # (500 - 75) / 750 real steps saved
+    body = doc.read_text()
+    assert (
+        body.startswith("# head\n<!-- benchmark:toy:start -->\n### Benchmark suite `toy`")
+        and "old" not in body
+    )
+    assert body.endswith("<!-- benchmark:toy:end -->\ntail\n") and "](rep/suite_toy_success.png)" in body
+    assert (tmp_path / "rep" / "suite_toy_success.png").stat().st_size > 0
+    assert (tmp_path / "rep" / "suite_toy_curves.png").stat().st_size > 0
+
+
+def test_suite_config_errors_name_the_field(tmp_path):
+    with pytest.raises(ValueError, match="arm names must be unique; repeated: \\['a'\\]"):
+        _suite(tmp_path, arms=[Arm("a"), Arm("a", "x.yaml")])
+    with pytest.raises(ValueError, match="experience='nope', which is not in experience_variants \\['k0'\\]"):
+        _suite(
+            tmp_path,
+            arms=[Arm("a", "x.yaml", experience="nope")],
+            experience_variants=[ExperienceVariant("k0")],
+        )
+    with pytest.raises(ValueError, match="names \\{budget\\}, which is not in `values`"):
+        _suite(tmp_path, values={"iterations": 2}).fill(["--x={budget}"], seed=0)
+    filled = _suite(tmp_path, values={"iterations": 2}).fill(["--i={iterations}", "--s={seed}", "--k={a: 1}"], 3)
+    assert filled == ["--i=2", "--s=3", "--k={a: 1}"]  # a YAML flow mapping is not a template
+    with pytest.raises(ValueError, match="--only names unknown arm\\(s\\) \\['nope'\\]"):
+        parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--only=[nope]"])
+    bad = tmp_path / "res.json"
+    bad.write_text("{")
+    with pytest.raises(ValueError, match="res.json is not valid JSON"):
+        load_results(bad)
+
+
+def test_bundled_suite_config_parses():
+    cfg, flags = parse_suite_config(["--config", "configs/benchmark_webshop.yaml"])
+    assert [a.name for a in cfg.arms][:4] == ["warm_start", "real_grpo", "dreamgym_grpo", "dreamgym_s2r_grpo"]
+    assert cfg.arm_seeds(cfg.arms[0]) == [0] and cfg.arm_seeds(cfg.arms[1]) == [0, 1, 2]
+    assert sorted(cfg.variants) == ["no_reasoning", "no_retrieval"] and flags == {
+        "only": None,
+        "report_only": False,
+    }
+    for arm in cfg.arms:  # every template has its value
+        cfg.fill([*cfg.common_args, *arm.args], 0)
+
+
+@pytest.mark.slow
+def test_tiny_suite_end_to_end_and_resumable(tmp_path):
+    out = tmp_path / "ws"
+    quiet = [
+        f"--trainer.default_root_dir={out}/runs",
+        "--trainer.callbacks=[]",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_checkpointing=false",
+    ]  # fmt: skip  (a logger: the records read its counters)
+    real_env = [
+        f"--model.init_args.schedule.init_args.env.init_args.{k}" for k in ("batch_size=2", "max_steps=2")
+    ]
+    arms = [
+        Arm("warm_start"),
+        Arm("real_grpo", "configs/webshop_real_grpo.yaml", [*real_env, "--model.init_args.schedule.init_args.budget={budget}"]),
+        Arm("dreamgym_grpo", "configs/webshop_grpo.yaml", SYNTHETIC_ENV, seeds=[0, 1]),
+        Arm("dreamgym_grpo_k0", "configs/webshop_grpo.yaml", SYNTHETIC_ENV, experience="k0"),
+    ]  # fmt: skip
+    cfg = _suite(
+        tmp_path, pipeline_args=pipeline_argv(out, QUIET), seeds=[0], values={"budget": 8}, arms=arms,
+        common_args=[*quiet, *TINY_RL_ARGS], experience_variants=[ExperienceVariant("k0", ["--data.init_args.k=0"])],
+    )  # fmt: skip
+    results = run_suite(cfg)
+    runs = results["runs"]
+    assert sorted(runs) == [
+        "dreamgym_grpo/s0",
+        "dreamgym_grpo/s1",
+        "dreamgym_grpo_k0/s0",
+        "real_grpo/s0",
+        "warm_start/s0",
+    ]
+    shared = results["shared"]
+    assert shared["offline_train_transitions"] > 0 and shared["onpolicy_train_transitions"] > 0
+    real, dream = runs["real_grpo/s0"], runs["dreamgym_grpo/s0"]
+    assert 0 < real["real_transitions"]["online"] <= 8 and real["synthetic_transitions"] == 0
+    assert dream["real_transitions"]["online"] == 0 and dream["synthetic_transitions"] > 0
+    assert real["real_transitions"]["offline"] == shared["offline_train_transitions"]
+    assert (
+        dream["real_transitions"]["offline"]
+        == shared["offline_train_transitions"] + shared["onpolicy_train_transitions"]
+    )
+    assert runs["warm_start/s0"]["real_transitions"]["online"] == 0
+    for r in runs.values():
+        assert len(r["successes"]) == 2 and r["task_ids"] == runs["warm_start/s0"]["task_ids"]
+    assert "--seed_everything=1" in runs["dreamgym_grpo/s1"]["args"] and dream["fit_seconds"] > 0
+    k0 = json.loads(
+        (out.parent / "out" / "experience" / "k0" / "onpolicy" / "experience_format.json").read_text()
+    )
+    assert k0["k"] == 0 and runs["dreamgym_grpo_k0/s0"]["experience"] == "k0"
+    assert json.loads((tmp_path / "res.json").read_text())["runs"] == runs
+    assert "| dreamgym_grpo | 2 |" in (tmp_path / "rep" / "suite_toy.md").read_text()
+    stamp = (tmp_path / "out" / "real_grpo" / "s0" / "policy").stat().st_mtime
+    again = run_suite(cfg)  # everything is on record: nothing is fitted or played again
+    assert (
+        again["runs"] == runs and (tmp_path / "out" / "real_grpo" / "s0" / "policy").stat().st_mtime == stamp
+    )
