@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = ["result_meta"]
+__all__ = ["result_meta", "write_result"]
 
 
 def result_meta(script: str, argv: Sequence[str] | None = None) -> dict[str, str | bool]:
@@ -25,3 +28,14 @@ def result_meta(script: str, argv: Sequence[str] | None = None) -> dict[str, str
         commit, dirty = "unknown", False
     args = sys.argv[1:] if argv is None else list(argv)
     return {"command": " ".join(["python", script, *args]), "commit": commit, "dirty": dirty}
+
+
+def write_result(path: str | os.PathLike, data: dict, indent: int = 1) -> Path:
+    """Write a result file as JSON (parent folders made; through a temporary file, so a crash never
+    leaves half a file); returns its path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=indent) + "\n")
+    tmp.replace(path)
+    return path

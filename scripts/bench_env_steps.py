@@ -24,7 +24,7 @@ from tensordict import TensorDict  # noqa: E402
 
 from dreamgym.envs import make_env  # noqa: E402
 from dreamgym.envs.base import as_text_list, text_stack  # noqa: E402
-from dreamgym.provenance import result_meta  # noqa: E402
+from dreamgym.provenance import result_meta, write_result  # noqa: E402
 
 
 def steps_per_s(env, n_steps: int, seed: int) -> dict:
@@ -86,8 +86,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(json.dumps(row), flush=True)
             result["rows"].append(row)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.out, result, indent=1)
     return result
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import sys
 import tempfile
@@ -50,7 +49,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.provenance import result_meta  # noqa: E402
+from dreamgym.provenance import result_meta, write_result  # noqa: E402
 
 
 class PhaseTimer:
@@ -256,8 +255,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"## {args.rl}: {r['iteration_s']} s/iteration, synthetic env overhead "
               f"{r['sim_overhead_share']}\n{r['table']}\n", flush=True)  # fmt: skip
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        write_result(args.out, result, indent=2)
     return result
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.provenance import result_meta  # noqa: E402
+from dreamgym.provenance import result_meta, write_result  # noqa: E402
 from dreamgym.retrieval import ReplayBuffer  # noqa: E402
 from dreamgym.retrieval.index import VectorIndex  # noqa: E402
 from dreamgym.schema import iter_transitions, read_trajectories  # noqa: E402
@@ -114,8 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
         "rows": rows,
     }
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.out, result, indent=1)
     return result
 
 

@@ -210,13 +210,6 @@ def load_results(path: str | os.PathLike) -> dict:
     return data
 
 
-def _save(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    tmp.replace(path)
-
-
 def _outcomes(episodes: Path) -> dict:
     """Held-out metrics and the per-task outcome string (``"0110..."``) of an episode file."""
     from dreamgym.rl.collector import trajectory_metrics
@@ -335,6 +328,7 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
     """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms when given), then write the
     report; returns the results."""
     from dreamgym.benchmark.report import write_report
+    from dreamgym.provenance import write_result
 
     results = load_results(cfg.results)
     if not report_only:
@@ -353,17 +347,19 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
                 if arm.rl_config is None:
                     rec = {"arm": arm.name, "seed": seed, **warm, "real_transitions": {
                         "offline": results["shared"]["offline_train_transitions"], "online": 0, "audit": 0},
-                        "synthetic_transitions": 0, "fit_seconds": 0.0, "fit_cpu_seconds": 0.0}  # fmt: skip
+                        "synthetic_transitions": 0, "fit_seconds": 0.0, "fit_cpu_seconds": 0.0,
+                        "eval_seconds": stage.seconds.get("evaluate_policy_sft", 0.0),
+                        "commit": results["shared"]["commit"], "dirty": results["shared"]["dirty"]}  # fmt: skip
                 else:
                     rec = _run_arm(cfg, pcfg, prep, arm, seed, stage)
                 results["runs"][key] = rec
-                _save(cfg.results, results)
+                write_result(cfg.results, results)
                 m = rec["metrics"]
                 print(
                     f"[benchmark] {key}: success {m['success_rate']:.3f} score {m['score_mean']:.3f}",
                     flush=True,
                 )
-        _save(cfg.results, results)
+        write_result(cfg.results, results)
     write_report(cfg, results)
     return results
 
