@@ -34,6 +34,7 @@ def _parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--markdown", type=Path, default=None, help="also write the table as Markdown here")
     return ap.parse_args(argv)
 
 
@@ -65,6 +66,22 @@ def scene_stats(problem: str) -> tuple[int, int, int]:
     init = problem.split("(:init", 1)[1]
     types = re.findall(r"\(objectType \S+ (\S+)\)", init)
     return len(types), len(set(types)), len(re.findall(r"\(receptacleType ", init))
+
+
+def markdown(table: dict) -> str:
+    """The per split and type table as Markdown rows."""
+    cols = ("games", "trivial", "walkthrough (mean, min-max)", "objects / types / receptacles",
+            "decisive step back (max)", "played", "expert", "random")  # fmt: skip
+    lines = ["| split | task type | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
+    for split, types in table.items():
+        for task_type, r in types.items():
+            lines.append(
+                f"| {split} | {task_type} | {r['games']} | {r['trivial']} | {r['walkthrough_len_mean']:.1f}, "
+                f"{r['walkthrough_len_min']}-{r['walkthrough_len_max']} | {r['objects_mean']:.0f} / "
+                f"{r['object_types_mean']:.0f} / {r['receptacles_mean']:.0f} | {r['decisive_back_max']} | "
+                f"{r['played']} | {r['expert_success']:.2f} | {r['random_success']:.2f} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def _play(env, task: int, agent, max_steps: int) -> bool:
@@ -134,16 +151,21 @@ def main(argv=None) -> dict:
             "expert_success": mean([float(x) for x in r["expert"]]),
             "random_success": mean([float(x) for x in r["random"]]),
         }
+    from dreamgym.provenance import result_meta
+
     report = {
+        "_meta": result_meta("scripts/alfworld_games_report.py", argv),
         "manifest": str(manifest),
         "manifest_meta": data.get("meta", {}),
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "table": table,
     }
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(table))
     return report
 
 
