@@ -55,7 +55,7 @@ def test_alfredtwenv_loads_and_wins_generated_games(game_dir):
             for cmd in walk:
                 assert cmd in infos["admissible_commands"][0], cmd
                 obs, _, dones, infos = env.step([cmd])
-            assert infos["won"] == [True] and dones == [True]
+            assert list(infos["won"]) == [True] and list(dones) == [True]
     finally:
         env.close()
 
