@@ -3,7 +3,8 @@
 Every candidate game (:func:`dreamgym.envs.alfworld.gen.sample_params`, deterministic by ``--seed``)
 is translated to SAS and solved by fast-downward (TextWorld's ``replan`` search) in a forked child
 process under ``--timeout`` seconds; the plan, rendered as ALFWorld commands, is the walkthrough.
-Unsolved games are dropped. Results are appended to
+Unsolved games, and games whose plan skips part of the task (:func:`gen.skipped_steps`: no cooling
+in a cooling task, ...), are dropped. Results are appended to
 ``--progress`` (JSONL, so an interrupted run resumes), and ``--manifest`` (gzipped JSON) receives the
 first ``--n-<split>`` solved games of each split in candidate order.
 
@@ -72,6 +73,9 @@ def validate(params_dict: dict) -> dict:
     out = {**times, "sha1": gen.problem_sha1(problem), "total_s": round(time.perf_counter() - t0, 3)}
     if not plan:
         return {**out, "ok": False, "reason": "planner found no plan"}
+    skipped = gen.skipped_steps(p.task_type, plan)
+    if skipped:  # the generator rules this out; a game whose plan skips part of its task is never kept
+        return {**out, "ok": False, "reason": f"walkthrough skips {skipped}", "walkthrough": plan}
     return {**out, "ok": True, "walkthrough": plan}
 
 

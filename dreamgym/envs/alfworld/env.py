@@ -73,6 +73,8 @@ class ALFWorldEnv(TextEnvBase):
         seed: seed of task sampling.
         manifest: generated-games manifest (default: the bundled one).
         cache_dir: where generated game files are written (default: ``~/.cache/dreamgym/alfworld/<hash>``).
+        goal_desc_human_anns_prob: chance that a generated game's task is one of its rule-made
+            annotation-style goals instead of the template (ALFWorld's setting of that name; fixed per game).
     """
 
     env_name = "alfworld"
@@ -86,9 +88,15 @@ class ALFWorldEnv(TextEnvBase):
         seed: int | None = 0,
         manifest: str | Path | None = None,
         cache_dir: str | Path | None = None,
+        goal_desc_human_anns_prob: float = 0.0,
     ):
         canonical_split(split)  # validate early
-        self.games = GameSet(data_dir=data_dir, manifest=manifest, cache_dir=cache_dir)
+        self.games = GameSet(
+            data_dir=data_dir,
+            manifest=manifest,
+            cache_dir=cache_dir,
+            goal_desc_human_anns_prob=goal_desc_human_anns_prob,
+        )
         super().__init__(batch_size=batch_size, max_steps=max_steps, split=split, seed=seed)
         n = self.batch_size[0]
         self._tw: list[Any] = [None] * n  # one PddlEnv per slot, reused across games

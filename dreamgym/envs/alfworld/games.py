@@ -4,8 +4,10 @@ The repository does not hold thousands of ``game.tw-pddl`` files (each repeats t
 grammar). It holds ``dreamgym/data/alfworld/games.json.gz``: per game its :class:`GameParams`, the
 planner's walkthrough, a hash of the problem text and validation timings. :class:`GameSet` rebuilds
 a game file from its parameters on first use (a few ms, checked against the stored hash) into a cache
-directory laid out like ALFWorld's ``json_2.1.1/<split>/<task dir>/<trial>/game.tw-pddl``:
-``$DREAMGYM_ALFWORLD_CACHE`` or ``~/.cache/dreamgym/alfworld/<manifest hash>``.
+directory laid out like ALFWorld's ``json_2.1.1/<split>/<task dir>/<trial>/``, each folder holding
+``game.tw-pddl``, ``initial_state.pddl`` and ``traj_data.json`` as ALFWorld's own tools expect
+(``AlfredTWEnv``, ``alfworld-play-tw``, ``alfworld-generate``): ``$DREAMGYM_ALFWORLD_CACHE`` or
+``~/.cache/dreamgym/alfworld/<manifest hash>[-anns<prob>]``.
 
 A real ``ALFWORLD_DATA`` directory (``json_2.1.1/{train,valid_seen,valid_unseen}/...``) loads too,
 with ALFWorld's filters (``traj_data.json`` present, no ``movable``/``Sliced``, ``solvable: true``).
@@ -114,11 +116,11 @@ def _params(g: dict) -> dict:
     return {k: g[k] for k in ("split", "task_type", "scene", "obj", "recep", "seed")}
 
 
-def _default_cache(manifest: Path) -> Path:
+def _default_cache(manifest: Path, human_anns_prob: float = 0.0) -> Path:
     env = os.environ.get("DREAMGYM_ALFWORLD_CACHE")
     digest = hashlib.sha1(Path(manifest).read_bytes()).hexdigest()[:12]
     base = Path(env) if env else Path.home() / ".cache" / "dreamgym" / "alfworld"
-    return base / digest
+    return base / (digest + (f"-anns{human_anns_prob:g}" if human_anns_prob else ""))
 
 
 class GameSet:
@@ -130,6 +132,9 @@ class GameSet:
         manifest: manifest path (default :data:`MANIFEST`).
         cache_dir: where manifest games are written (default ``$DREAMGYM_ALFWORLD_CACHE`` or
             ``~/.cache/dreamgym/alfworld/<hash>``).
+        goal_desc_human_anns_prob: as ALFWorld's setting of that name: the chance that a game's task is
+            one of its annotations rather than the template (generated games only; the annotations are
+            rule-made, see :mod:`.goals`). The choice is fixed per game.
     """
 
     def __init__(
@@ -137,14 +142,23 @@ class GameSet:
         data_dir: str | Path | None = None,
         manifest: str | Path | None = None,
         cache_dir: str | Path | None = None,
+        goal_desc_human_anns_prob: float = 0.0,
     ):
+        if not 0.0 <= goal_desc_human_anns_prob <= 1.0:
+            raise ValueError(f"goal_desc_human_anns_prob must be in [0, 1], got {goal_desc_human_anns_prob}")
+        if data_dir and goal_desc_human_anns_prob:
+            raise ValueError(
+                "goal_desc_human_anns_prob applies to generated games only; a data_dir's games keep the goal "
+                "text they were written with (set it with ALFWorld's alfworld-generate instead)"
+            )
+        self.human_anns_prob = goal_desc_human_anns_prob
         self.data_dir = Path(data_dir) if data_dir else None
         self._games: dict[str, list[GameRecord]] = {s: [] for s in gen.SPLIT_DIRS}
         if self.data_dir is not None:
             self._scan(self.data_dir)
         else:
             manifest = Path(manifest or MANIFEST)
-            self.cache_dir = Path(cache_dir) if cache_dir else _default_cache(manifest)
+            self.cache_dir = Path(cache_dir) if cache_dir else _default_cache(manifest, self.human_anns_prob)
             for g in load_manifest(manifest)["games"]:
                 p = gen.GameParams(**_params(g))
                 path = self.cache_dir / "json_2.1.1" / p.split / p.name / "game.tw-pddl"
@@ -201,11 +215,15 @@ class GameSet:
                     f"{rec.sha1}; the generator changed since the manifest was made - regenerate it with "
                     "scripts/make_alfworld_games.py"
                 )
-            rec.path.parent.mkdir(parents=True, exist_ok=True)
+            folder = rec.path.parent
+            folder.mkdir(parents=True, exist_ok=True)
             tmp = rec.path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(gen.game_json(rec.params, rec.walkthrough, problem)))
-            (rec.path.parent / "traj_data.json").write_text(json.dumps(gen.traj_data(rec.params)))
-            os.replace(tmp, rec.path)
+            tmp.write_text(
+                json.dumps(gen.game_json(rec.params, rec.walkthrough, problem, self.human_anns_prob))
+            )
+            (folder / "initial_state.pddl").write_text(problem)
+            (folder / "traj_data.json").write_text(json.dumps(gen.traj_data(rec.params), indent=1))
+            os.replace(tmp, rec.path)  # last: game.tw-pddl present means the folder is complete
         return rec.path
 
     def materialize(self, split: str) -> Path:

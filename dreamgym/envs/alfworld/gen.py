@@ -1,20 +1,23 @@
 """Offline generator of ALFWorld-format household games over ALFRED's real scene layouts.
 
 The ``alfworld`` wheel ships the PDDL domain, the TextWorld grammar, 120 scene layouts (which object
-and receptacle *types* each ALFRED floor plan holds, plus poses of some receptacles), goal templates
-and placement constants, but none of the 3,553 official games. This module builds games from those:
+and receptacle *types* each ALFRED floor plan holds, plus the receptacle instances ALFRED recorded
+poses for), goal templates and placement constants, but none of the 3,553 official games. This module
+builds games from those:
 
 1. :func:`sample_params` picks, deterministically from a seed, a scene and task parameters that the
    scene supports (ALFRED's per-goal room types, a sink for cleaning, a microwave for heating, a
    fridge for cooling, a lamp on a table for looking; the target receptacle must be able to hold the
-   object).
-2. :func:`build_problem` builds the scene (static receptacles from the layout, missing ones added,
-   one instance of each pickupable type (1-2 of the
-   target) placed only where ``VAL_RECEPTACLE_OBJECTS`` allows, lamps on
-   a side table, desk or dresser, the agent in the middle of the room) such that the goal does not
-   hold at the start, and renders the PDDL problem text.
+   object, and the target must have somewhere to start from where the goal does not hold).
+2. :func:`build_problem` builds the scene (:mod:`.scenes`: the floor plan's receptacles, several
+   instances of every pickupable type placed only where ``VAL_RECEPTACLE_OBJECTS`` allows, the
+   scene's lamps on a side table, desk or dresser, the agent in the middle of the room) such that
+   the goal does not hold at the start and no part of it is done already: no target starts in the
+   goal receptacle, and a cooling task's targets never start in the fridge (where ALFRED's rule makes
+   the target type start cool), and renders the PDDL problem text.
 3. :func:`game_json` assembles the ``game.tw-pddl`` JSON (domain, grammar with the task text, problem,
-   solvable flag, walkthrough) and :func:`traj_data` the minimal ``traj_data.json``.
+   solvable flag, walkthrough) and :func:`traj_data` the ``traj_data.json`` fields ALFWorld's tools
+   read (task type, PDDL parameters, scene, annotations; :mod:`.goals`).
 
 Everything is a pure function of :class:`GameParams`, so a game file is rebuilt byte for byte from
 its parameters (see :mod:`dreamgym.envs.alfworld.games`). Planner validation lives in
@@ -24,16 +27,29 @@ its parameters (see :mod:`dreamgym.envs.alfworld.games`). Planner validation liv
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
 from dataclasses import asdict, dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
+
+from dreamgym.envs.alfworld import goals
+from dreamgym.envs.alfworld.scenes import (
+    LAMP_HOLDERS,
+    LAMPS,
+    Scene,
+    all_scenes,
+    constants,
+    holders,
+    instance_counts,
+    room_type,
+    scene_layout,
+)
 
 __all__ = [
     "TASK_TYPES",
     "SPLIT_DIRS",
     "UNSEEN_SCENES",
+    "STATE_STEP",
     "GameParams",
     "Scene",
     "all_scenes",
@@ -46,6 +62,7 @@ __all__ = [
     "traj_data",
     "problem_sha1",
     "mangle",
+    "skipped_steps",
 ]
 
 TASK_TYPES = (
@@ -64,8 +81,14 @@ SPLIT_DIRS = ("train", "valid_seen", "valid_unseen")
 UNSEEN_SCENES = (10, 219, 308, 424)
 """ALFRED's valid_unseen floor plans (one kitchen, living room, bedroom, bathroom): held out of train."""
 
-_LAMPS = ("DeskLamp", "FloorLamp")
-_LAMP_HOLDERS = ("SideTable", "Desk", "Dresser")
+STATE_STEP = {
+    "pick_clean_then_place_in_recep": "clean",
+    "pick_heat_then_place_in_recep": "heat",
+    "pick_cool_then_place_in_recep": "cool",
+    "look_at_obj_in_light": "use",
+}
+"""The command verb a task type's walkthrough must contain (the state change the goal asks for)."""
+
 _STATE_RECEP = {
     "pick_clean_then_place_in_recep": ("Cleanable", "SinkBasin"),
     "pick_heat_then_place_in_recep": ("Heatable", "Microwave"),
@@ -75,106 +98,35 @@ _REQUIRED_RTYPES = ("SinkBasin", "Microwave", "Fridge")  # named by the domain's
 _REQUIRED_OTYPES = ("Knife", "ButterKnife")
 
 
-def _constants():
-    import alfworld.gen.constants as constants
-
-    return constants
-
-
-def _room_type(scene: int) -> str:
-    return {0: "Kitchen", 2: "LivingRoom", 3: "Bedroom", 4: "Bathroom"}[scene // 100]
-
-
-def all_scenes() -> list[int]:
-    """ALFRED floor-plan numbers that have a layout in the installed ``alfworld`` package."""
-    c = _constants()
-    return sorted(n for n in c.SCENE_NUMBERS if os.path.exists(_layout_path(n, "objects")))
-
-
-def _layout_path(scene: int, kind: str) -> str:
-    import alfworld.gen
-
-    return os.path.join(os.path.dirname(alfworld.gen.__file__), "layouts", f"FloorPlan{scene}-{kind}.json")
-
-
-@dataclass(frozen=True)
-class Scene:
-    """What a floor plan offers: static receptacles (with ALFRED ids) and pickupable types."""
-
-    scene: int
-    receptacles: tuple[tuple[str, str], ...]  # (ALFRED id, type), static receptacles only
-    pickupable: tuple[str, ...]  # object types that some present receptacle can hold
-    lamps: tuple[str, ...]  # lamp types present
-    rtypes: frozenset
-
-
-@cache
-def scene_layout(scene: int) -> Scene:
-    """Read ``FloorPlan<scene>`` and add the static receptacles its openable list lacks."""
-    c = _constants()
-    with open(_layout_path(scene, "objects")) as f:
-        types = set(json.load(f))
-    with open(_layout_path(scene, "openable")) as f:
-        poses = json.load(f)
-    recs: dict[str, str] = {}
-    for rid in sorted(poses):
-        parts = rid.split("|")
-        rtype = parts[-1] if len(parts) == 5 else parts[0]  # Sink|x|y|z|SinkBasin -> SinkBasin
-        if rtype in c.STATIC_RECEPTACLES and rtype not in ("Sink", "Bathtub"):
-            recs[rid] = rtype
-    present = {t for t in recs.values()}
-    rng = random.Random(f"layout-{scene}")
-    for rtype in sorted(types):
-        if rtype in ("Sink", "Bathtub"):
-            rtype += "Basin"
-        if rtype not in c.STATIC_RECEPTACLES or rtype in present or rtype not in c.VAL_RECEPTACLE_OBJECTS:
-            continue
-        count = rng.randint(2, 4) if rtype == "StoveBurner" else 1
-        for _ in range(count):
-            rid = "|".join([rtype, *(f"{rng.uniform(-3, 3):+06.2f}" for _ in range(3))])
-            if rtype in ("SinkBasin", "BathtubBasin"):
-                base = rtype[: -len("Basin")]
-                rid = rid.replace(rtype, base, 1) + f"|{rtype}"
-            recs[rid] = rtype
-        present.add(rtype)
-    rtypes = frozenset(recs.values())
-    pick = sorted(
-        t
-        for t in types
-        if t in c.OBJECTS_SET
-        and t not in c.STATIC_RECEPTACLES
-        and t not in _LAMPS
-        and any(t in c.VAL_RECEPTACLE_OBJECTS[r] for r in rtypes)
-    )
-    lamps = tuple(t for t in _LAMPS if t in types and rtypes & set(_LAMP_HOLDERS))
-    return Scene(scene, tuple(sorted(recs.items())), tuple(pick), lamps, rtypes)
-
-
-def _holders(obj: str, rtypes) -> list[str]:
-    c = _constants()
-    return sorted(r for r in rtypes if obj in c.VAL_RECEPTACLE_OBJECTS.get(r, ()))
+def _start_holders(task_type: str, obj: str, recep: str, rtypes) -> list[str]:
+    """Receptacle types a target may start in: allowed for it, not the goal receptacle, and not the
+    fridge for a cooling task (ALFRED makes the target type cool there, so cooling would be done)."""
+    out = holders(obj, rtypes)
+    if task_type != "look_at_obj_in_light":
+        out = [r for r in out if r != recep]
+    if task_type == "pick_cool_then_place_in_recep":
+        out = [r for r in out if r != "Fridge"]
+    return out
 
 
 def feasible_targets(scene: int, task_type: str) -> list[tuple[str, str]]:
     """``(object type, recep-or-toggle type)`` pairs ``task_type`` can use in ``scene`` (sorted)."""
-    c = _constants()
-    if _room_type(scene) not in c.GOALS_VALID[task_type]:
+    c = constants()
+    if room_type(scene) not in c.GOALS_VALID[task_type]:
         return []
     s = scene_layout(scene)
     out = []
     for obj in s.pickupable:
-        holders = _holders(obj, s.rtypes)
         if task_type == "look_at_obj_in_light":
             out += [(obj, lamp) for lamp in s.lamps]
             continue
+        receps = holders(obj, s.rtypes)
         if task_type in _STATE_RECEP:
             group, needed = _STATE_RECEP[task_type]
             if obj not in c.VAL_ACTION_OBJECTS[group] or needed not in s.rtypes:
                 continue
-            holders = [r for r in holders if r != needed]
-        for recep in holders:
-            if [r for r in _holders(obj, s.rtypes) if r != recep]:  # somewhere else to start from
-                out.append((obj, recep))
+            receps = [r for r in receps if r != needed]
+        out += [(obj, r) for r in receps if _start_holders(task_type, obj, r, s.rtypes)]
     return out
 
 
@@ -249,43 +201,28 @@ def _coords(rng: random.Random) -> str:
 
 
 def _place_objects(p: GameParams, s: Scene, rng: random.Random) -> list[tuple[str, str, str]]:
-    """(object id, type, receptacle id) for every object instance; the goal must not hold at start."""
+    """(object id, type, receptacle id) for every object instance; no part of the goal holds at start."""
     by_type: dict[str, list[str]] = {}
     for rid, rtype in s.receptacles:
         by_type.setdefault(rtype, []).append(rid)
     placed = []
-    for obj in s.pickupable:
-        if obj == p.obj:
-            count = 2 if p.task_type == "pick_two_obj_and_place" else rng.randint(1, 2)
-        else:
-            count = 1  # one instance per distractor type keeps PDDL translation and steps fast
-        holders = _holders(obj, s.rtypes)
-        if obj == p.obj and p.task_type != "look_at_obj_in_light":
-            holders = [r for r in holders if r != p.recep]  # goal must not hold at the start
+    for obj, count in instance_counts(s, p.obj, p.task_type, rng).items():
+        allowed = (
+            _start_holders(p.task_type, obj, p.recep, s.rtypes) if obj == p.obj else holders(obj, s.rtypes)
+        )
         for _ in range(count):
-            rid = rng.choice(by_type[rng.choice(holders)])
+            rid = rng.choice(by_type[rng.choice(allowed)])
             placed.append((f"{obj}|{_coords(rng)}", obj, rid))
-    if p.task_type == "look_at_obj_in_light":
-        holders = [rid for rid, rt in s.receptacles if rt in _LAMP_HOLDERS]
-        placed.append((f"{p.recep}|{_coords(rng)}", p.recep, rng.choice(holders)))
+    lamp_spots = [rid for rid, rt in s.receptacles if rt in LAMP_HOLDERS]
+    for lamp in s.lamps:  # one lamp of each type the scene has, off
+        placed.append((f"{lamp}|{_coords(rng)}", lamp, rng.choice(lamp_spots)))
     return placed
 
 
-def task_text(p: GameParams) -> str:
-    """The templated task description, e.g. "put a knife in countertop" (ALFWorld's rule)."""
-    import alfworld.gen.goal_library as glib
-
-    template = random.Random(f"task-{p.seed}").choice(glib.gdict[p.task_type]["templates"])
-    toggle = p.recep if p.task_type == "look_at_obj_in_light" else ""
-    return template.format(obj=p.obj.lower(), recep=p.recep.lower(), toggle=toggle.lower(), mrecep="")
-
-
-def _goal_pddl(p: GameParams) -> str:
-    import alfworld.gen.goal_library as glib
-
-    toggle = p.recep if p.task_type == "look_at_obj_in_light" else ""
-    text = glib.gdict[p.task_type]["pddl"].format(obj=p.obj, recep=p.recep, toggle=toggle, mrecep="")
-    return text.replace("#", "-")
+def task_text(p: GameParams, human_anns_prob: float = 0.0) -> str:
+    """The game's task (see :func:`goals.goal_text`): the template, e.g. "put a knife in countertop",
+    or with ``human_anns_prob`` one of the game's rule-made annotations."""
+    return goals.goal_text(p.task_type, p.obj, p.recep, p.seed, human_anns_prob)
 
 
 def build_problem(p: GameParams, relevant_only: bool = False) -> str:
@@ -296,7 +233,7 @@ def build_problem(p: GameParams, relevant_only: bool = False) -> str:
     never block a plan (receptacles have no capacity; the agent only picks up targets), so a plan of
     the relevant problem is a plan of the game, and its search is far smaller.
     """
-    c = _constants()
+    c = constants()
     s = scene_layout(p.scene)
     rng = random.Random(f"scene-{p.scene}-{p.seed}-{p.task_type}-{p.obj}-{p.recep}")
     placed = _place_objects(p, s, rng)
@@ -334,7 +271,7 @@ def build_problem(p: GameParams, relevant_only: bool = False) -> str:
             f"(inReceptacle {o} {m(rid)})",
             f"(objectAtLocation {o} {m(locs[rid])})",
         ]
-        init.append(f"(toggleable {o})" if otype in _LAMPS else f"(pickupable {o})")
+        init.append(f"(toggleable {o})" if otype in LAMPS else f"(pickupable {o})")
         if otype in c.MOVABLE_RECEPTACLES_SET:
             init.append(f"(isReceptacleObject {o})")
         for group, pred in (
@@ -345,8 +282,8 @@ def build_problem(p: GameParams, relevant_only: bool = False) -> str:
         ):
             if otype in acts[group]:
                 init.append(f"({pred} {o})")
-        if rid in fridge and otype in acts["Coolable"]:
-            init.append(f"(isCool {o})")  # ALFWorld's quirk: things in the fridge start cool
+        if rid in fridge and otype == p.obj and otype in acts["Coolable"]:
+            init.append(f"(isCool {o})")  # ALFRED's rule: the target type starts cool in the fridge
     name = f"plan_{p.task_type}_{p.scene}_{p.seed}"
     return (
         f"(define (problem {name})\n(:domain alfred)\n(:objects\n"
@@ -354,7 +291,7 @@ def build_problem(p: GameParams, relevant_only: bool = False) -> str:
         + "\n)\n(:init\n"
         + "\n".join(init)
         + "\n)\n"
-        + _goal_pddl(p).strip()
+        + goals.goal_pddl(p.task_type, p.obj, p.recep).strip()
         + "\n"
     )
 
@@ -367,11 +304,17 @@ def _asset(name: str) -> str:
         return f.read()
 
 
-def game_json(p: GameParams, walkthrough: list[str] | None = None, problem: str | None = None) -> dict:
-    """The ``game.tw-pddl`` content of ``p`` (domain, grammar with the task, problem, solvable, plan)."""
+def game_json(
+    p: GameParams,
+    walkthrough: list[str] | None = None,
+    problem: str | None = None,
+    human_anns_prob: float = 0.0,
+) -> dict:
+    """The ``game.tw-pddl`` content of ``p`` (domain, grammar with the task, problem, solvable, plan);
+    ``human_anns_prob`` as ALFWorld's ``goal_desc_human_anns_prob`` (see :func:`task_text`)."""
     return {
         "pddl_domain": _asset("alfred.pddl"),
-        "grammar": _asset("alfred.twl2").replace("UNKNOWN GOAL", task_text(p)),
+        "grammar": _asset("alfred.twl2").replace("UNKNOWN GOAL", task_text(p, human_anns_prob)),
         "pddl_problem": problem if problem is not None else build_problem(p),
         "solvable": True,
         "walkthrough": list(walkthrough or []),
@@ -379,12 +322,14 @@ def game_json(p: GameParams, walkthrough: list[str] | None = None, problem: str 
 
 
 def traj_data(p: GameParams) -> dict:
-    """The minimal ``traj_data.json`` ALFWorld's loaders read (task type and PDDL parameters)."""
+    """The ``traj_data.json`` fields ALFWorld's tools read: task type and PDDL parameters
+    (``AlfredTWEnv``, the handcoded expert, templated goals), ``turk_annotations`` (goals from
+    annotations; here rule-made, see :mod:`.goals`) and the scene."""
     look = p.task_type == "look_at_obj_in_light"
     return {
+        "task_id": f"trial_s{p.seed}",
         "task_type": p.task_type,
-        "scene": {"floor_plan": f"FloorPlan{p.scene}", "scene_num": p.scene},
-        "task_desc": task_text(p),
+        "scene": {"floor_plan": f"FloorPlan{p.scene}", "scene_num": p.scene, "random_seed": p.seed},
         "pddl_params": {
             "object_target": p.obj,
             "parent_target": "" if look else p.recep,
@@ -392,7 +337,23 @@ def traj_data(p: GameParams) -> dict:
             "mrecep_target": "",
             "object_sliced": False,
         },
+        "turk_annotations": {"anns": goals.annotations(p.task_type, p.obj, p.recep, p.seed)},
     }
+
+
+def skipped_steps(task_type: str, walkthrough: list[str]) -> list[str]:
+    """What a walkthrough leaves out of its task: the state change (``STATE_STEP``) or a placement
+    (two for ``pick_two_obj_and_place``); ``[]`` for a walkthrough that does the whole task."""
+    verbs = [cmd.split(" ", 1)[0] for cmd in walkthrough]
+    out = []
+    if task_type in STATE_STEP and STATE_STEP[task_type] not in verbs:
+        out.append(STATE_STEP[task_type])
+    need = {"look_at_obj_in_light": 0, "pick_two_obj_and_place": 2}.get(task_type, 1)
+    if verbs.count("move") < need:
+        out.append("move")
+    if verbs.count("take") < max(need, 1):
+        out.append("take")
+    return out
 
 
 def problem_sha1(problem: str) -> str:
