@@ -86,6 +86,8 @@ class PipelineConfig:
             ``experience_config``; e.g. ``["--trainer.max_steps=400"]``).
         eval_tasks: held-out test-split tasks ``0..eval_tasks-1`` for the final evaluation.
         eval_batch_size: env slots for the final evaluation (and the on-policy collection).
+        max_steps: the step limit of the pipeline's policy episodes (on-policy collection and the
+            evaluations; keep it equal to the RL config's env ``max_steps``: WebShop 15, ALFWorld 50).
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class PipelineConfig:
         onpolicy_experience_args: list[str] | None = None,
         eval_tasks: int = 100,
         eval_batch_size: int = 20,
+        max_steps: int = 15,
     ):
         self.out_dir, self.env, self.seed, self.vocab_size = Path(out_dir), env, seed, vocab_size
         self.train_expert, self.train_random, self.test_expert = train_expert, train_random, test_expert
@@ -120,7 +123,7 @@ class PipelineConfig:
             onpolicy_tasks,
             list(onpolicy_experience_args or []),
         )
-        self.eval_tasks, self.eval_batch_size = eval_tasks, eval_batch_size
+        self.eval_tasks, self.eval_batch_size, self.max_steps = eval_tasks, eval_batch_size, max_steps
 
 
 def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
@@ -193,6 +196,7 @@ def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, o
     _, metrics = collect_policy_trajectories(
         policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
         greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size, out=out,
+        max_steps=cfg.max_steps,
     )  # fmt: skip
     print(f"[pipeline] {policy.name} on {tasks} {split} tasks: {metrics}", flush=True)
     return out

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 
 import lightning as L
+from lightning.pytorch.callbacks import RichProgressBar
 
-__all__ = ["StepProgress", "CountProgress", "eta_line"]
+__all__ = ["StepProgress", "CountProgress", "PlannedProgressBar", "eta_line"]
 
 
 def eta_line(
@@ -98,3 +99,20 @@ class CountProgress:
             rate = (now - self.start) / done if done else None
             print(eta_line(self.name, done, self.total, rate, None, {}, unit=self.unit), flush=True)
             self.last, self.printed_end = now, end
+
+
+class PlannedProgressBar(RichProgressBar):
+    """Lightning's rich bar with the run's real total: the module's ``planned_steps()`` where it has one
+    (an RL schedule's iterations: ``9/30``, not ``9/--``), and no ``Epoch 0/-2`` when fit is not
+    epoch-bounded (``max_epochs: -1``)."""
+
+    @property
+    def total_train_batches(self) -> int | float:
+        planned = getattr(self.trainer.lightning_module, "planned_steps", None)
+        total = planned() if callable(planned) else None
+        return total if total else super().total_train_batches
+
+    def _get_train_description(self, current_epoch: int) -> str:
+        if self.trainer.max_epochs is None or self.trainer.max_epochs < 0:
+            return f"Epoch {current_epoch}"
+        return super()._get_train_description(current_epoch)

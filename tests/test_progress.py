@@ -50,3 +50,24 @@ def test_count_progress_prints_at_most_every_interval_and_once_at_the_end(capsys
         "[policy_sft on webshop/test] episode 3/10 (30.0 %), 10.33 s/episode, ETA 1.2 min",
         "[policy_sft on webshop/test] episode 10/10 (100.0 %), 7.00 s/episode, ETA 0.0 min",
     ]
+
+
+def test_planned_progress_bar_total_and_description():
+    from types import SimpleNamespace
+
+    from dreamgym.progress import PlannedProgressBar
+
+    class RL:
+        def __init__(self, planned):
+            self.planned = planned
+
+        def planned_steps(self):
+            return self.planned
+
+    bar = PlannedProgressBar()
+    bar._trainer = SimpleNamespace(
+        lightning_module=RL(30), max_epochs=-1, max_steps=-1, num_training_batches=float("inf")
+    )
+    assert bar.total_train_batches == 30 and bar._get_train_description(0) == "Epoch 0"
+    bar._trainer.lightning_module = RL(None)  # a budget decides: the loader's own total
+    assert bar.total_train_batches == float("inf")
