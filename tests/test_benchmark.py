@@ -97,7 +97,9 @@ def test_suite_config_errors_name_the_field(tmp_path):
         )
     with pytest.raises(ValueError, match="names \\{budget\\}, which is not in `values`"):
         _suite(tmp_path, values={"iterations": 2}).fill(["--x={budget}"], seed=0)
-    filled = _suite(tmp_path, values={"iterations": 2}).fill(["--i={iterations}", "--s={seed}", "--k={a: 1}"], 3)
+    filled = _suite(tmp_path, values={"iterations": 2}).fill(
+        ["--i={iterations}", "--s={seed}", "--k={a: 1}"], 3
+    )
     assert filled == ["--i=2", "--s=3", "--k={a: 1}"]  # a YAML flow mapping is not a template
     with pytest.raises(ValueError, match="--only names unknown arm\\(s\\) \\['nope'\\]"):
         parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--only=[nope]"])
@@ -174,4 +176,41 @@ def test_tiny_suite_end_to_end_and_resumable(tmp_path):
     again = run_suite(cfg)  # everything is on record: nothing is fitted or played again
     assert (
         again["runs"] == runs and (tmp_path / "out" / "real_grpo" / "s0" / "policy").stat().st_mtime == stamp
+    )
+
+
+@pytest.mark.slow
+def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
+    out = tmp_path / "aw"
+    quiet = [f"--trainer.default_root_dir={out}/runs", "--trainer.callbacks=[]", "--trainer.enable_progress_bar=false",
+             "--trainer.enable_checkpointing=false"]  # fmt: skip
+    sched = "--model.init_args.schedule.init_args"
+    real_env = [f"{sched}.env.init_args.batch_size=2", f"{sched}.env.init_args.max_steps=2"]
+    s2r = [
+        f"{sched}.synthetic_iterations=1", f"{sched}.real_budget=4",
+        *(f"{sched}.{e}_env.init_args.{k}" for e in ("synthetic", "real") for k in ("batch_size=2", "max_steps=2")),
+        f"{sched}.synthetic_env.init_args.kwargs={{write_back: true, max_new_tokens: 16, decoding: free}}",
+        *[a for a in TINY_RL_ARGS if ".schedule." not in a],
+    ]  # fmt: skip
+    pipeline = [*pipeline_argv(out, QUIET), "--env=alfworld", "--train_non_oracle=0", "--train_near_miss=0",
+                "--max_steps=4", "--experience_config=configs/alfworld_experience_sft.yaml",
+                "--policy_sft_config=configs/alfworld_policy_sft.yaml", "--rl_config=configs/alfworld_grpo.yaml"]  # fmt: skip
+    arms = [
+        Arm("warm_start"),
+        Arm("real_grpo", "configs/alfworld_real_grpo.yaml", [*TINY_RL_ARGS, *real_env, f"{sched}.budget=8"]),
+        Arm("dreamgym_grpo", "configs/alfworld_grpo.yaml", [*TINY_RL_ARGS, *SYNTHETIC_ENV]),
+        Arm("dreamgym_s2r_grpo", "configs/alfworld_sim2real_grpo.yaml", s2r),
+    ]
+    cfg = _suite(tmp_path, name="aw", pipeline="configs/pipeline_alfworld.yaml", pipeline_args=pipeline, seeds=[0],
+                 arms=arms, common_args=quiet)  # fmt: skip
+    runs = run_suite(cfg)["runs"]
+    assert sorted(runs) == ["dreamgym_grpo/s0", "dreamgym_s2r_grpo/s0", "real_grpo/s0", "warm_start/s0"]
+    assert all(
+        r["task_ids"][0].startswith("alfworld/valid_unseen/") and len(r["successes"]) == 2 for r in runs.values()
+    )
+    assert all(r["metrics"]["steps_mean"] <= 4 for r in runs.values())  # the pipeline's step limit
+    online = {k: r["real_transitions"]["online"] for k, r in runs.items()}
+    assert online["warm_start/s0"] == online["dreamgym_grpo/s0"] == 0 < online["real_grpo/s0"] <= 8
+    assert (
+        0 < online["dreamgym_s2r_grpo/s0"] <= 4 and runs["dreamgym_s2r_grpo/s0"]["synthetic_transitions"] > 0
     )
