@@ -210,6 +210,19 @@ def load_results(path: str | os.PathLike) -> dict:
     return data
 
 
+def _store(path: Path, key: str | None, record: dict | None, shared: dict) -> dict:
+    """Add ``record`` under ``key`` to the results file as it is on disk now (so suites running other
+    arms in parallel processes keep each other's records) and return the merged results."""
+    from dreamgym.provenance import write_result
+
+    results = load_results(path)
+    results["shared"] = shared
+    if key is not None:
+        results["runs"][key] = record
+    write_result(path, results)
+    return results
+
+
 def _outcomes(episodes: Path) -> dict:
     """Held-out metrics and the per-task outcome string (``"0110..."``) of an episode file."""
     from dreamgym.rl.collector import trajectory_metrics
@@ -328,7 +341,6 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
     """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms when given), then write the
     report; returns the results."""
     from dreamgym.benchmark.report import write_report
-    from dreamgym.provenance import write_result
 
     results = load_results(cfg.results)
     if not report_only:
@@ -342,7 +354,7 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
                 continue
             for seed in cfg.arm_seeds(arm):
                 key = f"{arm.name}/s{seed}"
-                if key in results["runs"]:
+                if key in load_results(cfg.results)["runs"]:  # on record (maybe by a parallel suite)
                     continue
                 if arm.rl_config is None:
                     rec = {"arm": arm.name, "seed": seed, **warm, "real_transitions": {
@@ -352,14 +364,13 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
                         "commit": results["shared"]["commit"], "dirty": results["shared"]["dirty"]}  # fmt: skip
                 else:
                     rec = _run_arm(cfg, pcfg, prep, arm, seed, stage)
-                results["runs"][key] = rec
-                write_result(cfg.results, results)
+                results = _store(cfg.results, key, rec, results["shared"])
                 m = rec["metrics"]
                 print(
                     f"[benchmark] {key}: success {m['success_rate']:.3f} score {m['score_mean']:.3f}",
                     flush=True,
                 )
-        write_result(cfg.results, results)
+        results = _store(cfg.results, None, None, results["shared"])
     write_report(cfg, results)
     return results
 
