@@ -261,10 +261,9 @@ def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, sta
     )  # fmt: skip
 
 
-def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock) -> dict:
+def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, meta: dict) -> dict:
     """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record."""
     from dreamgym.plots import scalar_series
-    from dreamgym.provenance import result_meta
 
     out = cfg.out_dir / arm.name / f"s{seed}"
     out.mkdir(parents=True, exist_ok=True)
@@ -321,19 +320,17 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         "rl_config": arm.rl_config,
         "args": args,
         "experience": arm.experience or "shared",
-        **{k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"},
+        **meta,
     }
 
 
-def _shared_record(pcfg, prep) -> dict:
-    from dreamgym.provenance import result_meta
-
+def _shared_record(pcfg, prep, meta: dict) -> dict:
     return {
         "pipeline_out_dir": str(pcfg.out_dir),
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
-        **{k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"},
+        **meta,
     }
 
 
@@ -341,13 +338,15 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
     """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms when given), then write the
     report; returns the results."""
     from dreamgym.benchmark.report import write_report
+    from dreamgym.provenance import result_meta
 
     results = load_results(cfg.results)
     if not report_only:
         pcfg = parse_pipeline_config(["--config", cfg.pipeline, *cfg.pipeline_args])
         stage = StageClock("benchmark")
         prep = prepare(pcfg, stage)
-        results["shared"] = _shared_record(pcfg, prep)
+        meta = {k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"}  # at start
+        results["shared"] = _shared_record(pcfg, prep, meta)
         warm = _outcomes(prep.warm_episodes)
         for arm in cfg.arms:
             if only and arm.name not in only:
@@ -363,7 +362,7 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
                         "eval_seconds": stage.seconds.get("evaluate_policy_sft", 0.0),
                         "commit": results["shared"]["commit"], "dirty": results["shared"]["dirty"]}  # fmt: skip
                 else:
-                    rec = _run_arm(cfg, pcfg, prep, arm, seed, stage)
+                    rec = _run_arm(cfg, pcfg, prep, arm, seed, stage, meta)
                 results = _store(cfg.results, key, rec, results["shared"])
                 m = rec["metrics"]
                 print(
