@@ -151,7 +151,7 @@ def main(argv=None) -> dict:
             "expert_success": mean([float(x) for x in r["expert"]]),
             "random_success": mean([float(x) for x in r["random"]]),
         }
-    from dreamgym.provenance import result_meta
+    from dreamgym.provenance import result_meta, write_result
 
     report = {
         "_meta": result_meta("scripts/alfworld_games_report.py", argv),
@@ -161,8 +161,7 @@ def main(argv=None) -> dict:
     }
     print(json.dumps(report, indent=2))
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        write_result(args.out, report, indent=2)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown(table))
