@@ -70,7 +70,7 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
             "real_grpo/s1": _rec("real_grpo", 1, "0100", online=700, fit=50.0),
             "dreamgym_grpo/s0": _rec("dreamgym_grpo", 0, "1100", fit=500.0)}  # fmt: skip
     text = write_report(cfg, {"shared": {"eval_tasks": 4}, "runs": runs}).read_text()
-    assert "| real_grpo | 2 | 0.375 +- 0.177 |" in text
+    assert "| real_grpo | 2 | 0.375 +- 0.177 | 0.500 +- 0.000 | 1000 | 750 +- 71 |" in text
     assert (
         "| dreamgym_grpo | 1 | 0.500 +- 0.000 |" in text and "1 / 0, p = 0.500" in text
     )  # vs the warm start

@@ -5,9 +5,10 @@ Per arm: held-out success and score (mean +- sample std over seeds), the paired 
 seed with seed; the warm start is greedy and deterministic, so each seed pairs with its one record),
 real transitions split into offline / online / audit, synthetic transitions, fit wall-clock and CPU
 seconds. The cost model projects each arm's wall-clock when a real step costs ``L`` seconds (a live
-website): ``fit_seconds + (online + audit) * L`` (local env steps are already inside ``fit_seconds``;
-sessions are assumed sequential), and the crossover latency above which an arm is cheaper than real-env
-GRPO. Two figures: held-out success against online real transitions (error bars: std over seeds), and
+website): ``fit_seconds + online * L`` (local env steps are already inside ``fit_seconds``; sessions are
+assumed sequential; the reward audit's real replays are a diagnostic a live deployment would switch off
+or budget, so they are listed, not priced), and the crossover latency above which an arm is cheaper
+than real-env GRPO. Two figures: held-out success against online real transitions (error bars: std over seeds), and
 the validation success curves of the RL arms.
 """
 
@@ -67,8 +68,8 @@ def paired(a: list[dict], b: list[dict]) -> dict | None:
 
 def crossover_latency(arm: dict, real: dict) -> float | None:
     """Real-step latency ``L`` above which ``arm`` costs less wall-clock than real-env GRPO:
-    ``fit_a + n_a L = fit_r + n_r L`` with ``n`` the online + audit real transitions (None: never)."""
-    n_a, n_r = arm["online"][0] + arm["audit"][0], real["online"][0] + real["audit"][0]
+    ``fit_a + n_a L = fit_r + n_r L`` with ``n`` the online real transitions (None: never)."""
+    n_a, n_r = arm["online"][0], real["online"][0]
     if n_r <= n_a:
         return None
     return max(0.0, (arm["fit_seconds"][0] - real["fit_seconds"][0]) / (n_r - n_a))
@@ -138,17 +139,17 @@ def write_report(cfg, results: dict) -> Path:
         f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
         f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
         f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
-        f"{shared.get('onpolicy_train_transitions', '?')}. Held-out: real test tasks 0..{shared.get('eval_tasks', '?')}-1, greedy.",
+        f"{shared.get('onpolicy_train_transitions', '?')}. Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy.",
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
-        "| arm | seeds | success | score | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for name, s in summaries.items():
         vs_warm = paired(by_arm[name], by_arm.get(WARM_ARM, [])) if name != WARM_ARM else None
         vs_real = paired(by_arm[name], by_arm.get(REAL_ARM, [])) if name != REAL_ARM else None
         lines.append(
-            f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {_fmt(s['online'], 0)} | "
+            f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {s['offline']} | {_fmt(s['online'], 0)} | "
             f"{_fmt(s['audit'], 0)} | {_fmt(s['synthetic'], 0)} | {_fmt(s['fit_seconds'], 0)} | "
             f"{_fmt(s['fit_cpu_seconds'], 0)} | "
             + (f"{int(vs_warm['only_a'])} / {int(vs_warm['only_b'])}, p = {vs_warm['p_one_sided']:.3f}" if vs_warm else "")
@@ -160,24 +161,24 @@ def write_report(cfg, results: dict) -> Path:
                if any(f"{a.name}/s{s}" not in runs for s in cfg.arm_seeds(a))]  # fmt: skip
     lines += [
         "",
-        "p: one-sided exact McNemar p of 'this arm is better', pooled over seed-paired task outcomes.",
+        "p: one-sided exact McNemar p of 'this arm is better', pooled over seed-paired task outcomes; "
+        "offline real: transitions of the offline data the arm depends on (the warm start's, plus the "
+        "experience model's on-policy data for arms that simulate).",
     ]
     if missing:
         lines += ["", f"**Not run yet** (no record): {'; '.join(missing)}."]
     real = summaries.get(REAL_ARM)
     if real:
-        lines += ["", "Cost model: projected wall-clock (hours) when one real step costs L seconds "
-                  "(`fit_seconds + (online + audit) * L`, sequential sessions), and the crossover L above which "
+        lines += ["", "Cost model: projected wall-clock (hours) when one online real step costs L seconds "
+                  "(`fit_seconds + online * L`, sequential sessions; the audit's replays, the shared offline "
+                  "data and the experience model's training are not priced), and the crossover L above which "
                   "the arm is cheaper than real-env GRPO.", "",
                   "| arm | " + " | ".join(f"L = {L:g} s" for L in cfg.live_step_seconds) + " | crossover L |",
                   "|---|" + "---|" * (len(cfg.live_step_seconds) + 1)]  # fmt: skip
         for name, s in summaries.items():
             if name == WARM_ARM:
                 continue
-            proj = [
-                (s["fit_seconds"][0] + (s["online"][0] + s["audit"][0]) * L) / 3600
-                for L in cfg.live_step_seconds
-            ]
+            proj = [(s["fit_seconds"][0] + s["online"][0] * L) / 3600 for L in cfg.live_step_seconds]
             cross = crossover_latency(s, real) if name != REAL_ARM else None
             lines.append(f"| {name} | " + " | ".join(f"{p:.2f}" for p in proj) + " | "
                          + ("" if name == REAL_ARM else ("never" if cross is None else f"{cross:.3f} s")) + " |")  # fmt: skip
