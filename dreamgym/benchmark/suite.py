@@ -183,9 +183,7 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
     kwargs = {k: v for k, v in values.items() if k not in ("config", "__path__")}
     kwargs["arms"] = [Arm(**a) for a in kwargs.get("arms") or []]
     kwargs["experience_variants"] = [ExperienceVariant(**v) for v in kwargs.get("experience_variants") or []]
-    unknown = sorted(
-        set(flags["only"] or []) - {a["name"] if isinstance(a, dict) else a.name for a in kwargs["arms"]}
-    )
+    unknown = sorted(set(flags["only"] or []) - {a.name for a in kwargs["arms"]})
     if unknown:
         raise ValueError(
             f"--only names unknown arm(s) {unknown}; the suite's arms are {[a.name for a in kwargs['arms']]}"
@@ -261,8 +259,9 @@ def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, sta
     )  # fmt: skip
 
 
-def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, meta: dict) -> dict:
-    """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record."""
+def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, shared: dict) -> dict:
+    """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record (``shared``:
+    the suite's shared record, whose transition counts and commit it reuses)."""
     from dreamgym.plots import scalar_series
 
     out = cfg.out_dir / arm.name / f"s{seed}"
@@ -296,8 +295,8 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
     series = scalar_series(out / "tb", tags=RECORD_TAGS)
     uses_simulator = any(".checkpoint=" in a for a in paths)
-    offline = count_transitions(prep.train) + (
-        count_transitions(prep.rollouts) if uses_simulator and prep.rollouts else 0
+    offline = shared["offline_train_transitions"] + (
+        shared["onpolicy_train_transitions"] if uses_simulator else 0
     )
     return {
         "arm": arm.name,
@@ -320,7 +319,8 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         "rl_config": arm.rl_config,
         "args": args,
         "experience": arm.experience or "shared",
-        **meta,
+        "commit": shared["commit"],
+        "dirty": shared["dirty"],
     }
 
 
@@ -362,7 +362,7 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
                         "eval_seconds": stage.seconds.get("evaluate_policy_sft", 0.0),
                         "commit": results["shared"]["commit"], "dirty": results["shared"]["dirty"]}  # fmt: skip
                 else:
-                    rec = _run_arm(cfg, pcfg, prep, arm, seed, stage, meta)
+                    rec = _run_arm(cfg, pcfg, prep, arm, seed, stage, results["shared"])
                 results = _store(cfg.results, key, rec, results["shared"])
                 m = rec["metrics"]
                 print(
