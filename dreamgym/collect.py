@@ -3,10 +3,11 @@
 Each episode is played by one policy of :func:`dreamgym.agents.make_agent` (``expert``, ``random``,
 and for WebShop ``non_oracle`` and ``near_miss``); its name is the trajectory's ``policy``.
 
-The agents run in the batched TorchRL env (``env.reset`` / ``env.step`` with partial resets and
-steps); every step becomes a :class:`dreamgym.schema.Transition` with its available actions, the
-teacher's rationale (``reasoning``), score, invalid flag and terminated/truncated, and each finished
-episode is appended to ``out`` as one JSONL line (:class:`dreamgym.schema.TrajectoryWriter`).
+The agents are actors of the one episode loop (:func:`dreamgym.envs.episodes.run_episodes`, the loop
+policy evaluation and RL use too); every step becomes a :class:`dreamgym.schema.Transition` with its
+available actions, the teacher's rationale (``reasoning``, written right after the step from the env's
+step info), score, invalid flag and terminated/truncated, and the episodes are appended to ``out`` as
+JSONL lines in plan order as they end (:class:`dreamgym.schema.TrajectoryWriter`).
 
 CLI::
 
@@ -19,29 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from tensordict import TensorDict
 
 from dreamgym.agents import Agent, agent_names, make_agent
+from dreamgym.envs.episodes import Episode, run_episodes, trajectory_metrics
 from dreamgym.envs.registry import make_env
-from dreamgym.schema import Trajectory, TrajectoryWriter, Transition
+from dreamgym.schema import Trajectory, TrajectoryWriter
 from dreamgym.teachers.base import Teacher, get_teacher
 
-__all__ = ["collect_trajectories", "collect_policy_trajectories", "annotate_with_teacher", "main"]
-
-
-@dataclass
-class _Episode:
-    index: int
-    policy: str
-    task_index: int
-    agent: Agent
-    transitions: list[Transition] = field(default_factory=list)
+__all__ = ["collect_trajectories", "collect_policy_trajectories", "main"]
 
 
 def _plan(counts: dict[str, int], n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
@@ -70,21 +60,17 @@ def _counts(env_name: str, n_expert: int, n_random: int, mix: dict[str, int] | N
     return counts
 
 
-def _finish(ep: _Episode, env_name: str, split: str, seed: int) -> Trajectory:
-    last = ep.transitions[-1]
-    first = ep.transitions[0]
-    return Trajectory(
-        trajectory_id=f"{env_name}-{split}-s{seed}-{ep.policy}-{ep.index:05d}",
-        task_id=first.task_id,
-        instruction=first.instruction,
-        env=env_name,
-        split=split,
-        source="real",
-        policy=ep.policy,
-        transitions=ep.transitions,
-        success=last.success,
-        score=float(last.score),
-    )
+def _teacher_hook(env, teacher: Teacher | None, env_name: str, split: str, source: str):
+    """An ``on_step`` hook writing ``teacher``'s rationale of each step from the env's step info."""
+    if teacher is None:
+        return None
+
+    def on_step(slot: int, ep: Episode) -> None:
+        ep.reasoning.append(
+            teacher.explain(ep.transition(len(ep.actions) - 1, env_name, split, source), env.step_info(slot))
+        )
+
+    return on_step
 
 
 def collect_trajectories(
@@ -136,114 +122,48 @@ def collect_trajectories(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(plan), desc=f"collect {env_name}/{split}", unit="ep")
-    done_trajs: list[Trajectory] = []
+    agents: dict[int, Agent] = {}
+
+    def act(slots: list[int], episodes: list[Episode]) -> list[str]:
+        out = []
+        for i, ep in zip(slots, episodes, strict=True):
+            if ep.episode_id not in agents:  # the episode's agent starts with it
+                agents[ep.episode_id] = make_agent(
+                    plan[ep.episode_id][0], env_name, env, seed=seed * 100003 + ep.episode_id
+                )
+            out.append(agents[ep.episode_id].act(env.current(i), env.step_info(i)))
+        return out
+
+    def trajectory(ep: Episode) -> Trajectory:
+        policy = plan[ep.episode_id][0]
+        tid = f"{env_name}-{split}-s{seed}-{policy}-{ep.episode_id:05d}"
+        return ep.to_trajectory(env_name, split, "real", policy=policy, trajectory_id=tid)
+
+    ended: dict[int, Episode] = {}
+    written = 0
+
+    def on_end(ep: Episode) -> None:  # write in plan order as soon as every earlier episode has ended
+        nonlocal written
+        agents.pop(ep.episode_id, None)
+        ended[ep.episode_id] = ep
+        while written in ended:
+            if writer is not None:
+                writer.write(trajectory(ended[written]))
+            written += 1
+        if bar is not None:
+            bar.update(1)
+
     try:
-        _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs)
+        episodes, _ = run_episodes(
+            env, act, [task for _, task in plan], on_step=_teacher_hook(env, rationale, env_name, split, "real"),
+            on_end=on_end,
+        )  # fmt: skip
     finally:
         if writer is not None:
             writer.close()
         if bar is not None:
             bar.close()
-    done_trajs.sort(key=lambda t: t.trajectory_id)
-    return done_trajs
-
-
-def _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs) -> None:
-    n = env.batch_size[0]
-    slots: list[_Episode | None] = [None] * n
-    nxt = 0
-
-    def start(mask: list[bool]) -> None:
-        nonlocal nxt
-        idx = torch.full((n, 1), -1, dtype=torch.int64)
-        for i in range(n):
-            if mask[i] and nxt < len(plan):
-                policy, task = plan[nxt]
-                agent = make_agent(policy, env_name, env, seed=seed * 100003 + nxt)
-                slots[i] = _Episode(nxt, policy, task, agent)
-                idx[i, 0] = task
-                nxt += 1
-            elif mask[i]:
-                slots[i] = None
-        reset = torch.tensor(mask, dtype=torch.bool).reshape(n, 1)
-        env.reset(TensorDict({"_reset": reset, "task_index": idx}, batch_size=[n]))
-
-    start([True] * n)
-    while any(s is not None for s in slots):
-        active = [s is not None for s in slots]
-        before = [env.current(i) for i in range(n)]
-        actions = [
-            s.agent.act(before[i], env.step_info(i)) if s is not None else "" for i, s in enumerate(slots)
-        ]
-        td = TensorDict({"_step": torch.tensor(active)}, batch_size=[n])
-        td["action"] = actions
-        nx = env.step(td)["next"]
-        finished = [False] * n
-        for i, ep in enumerate(slots):
-            if ep is None:
-                continue
-            after = env.current(i)
-            tr = Transition(
-                task_id=before[i].task_id,
-                instruction=before[i].instruction,
-                step=len(ep.transitions),
-                state=before[i].observation,
-                action=actions[i],
-                next_state=after.observation,
-                reward=float(nx["reward"][i, 0]),
-                done=bool(nx["done"][i, 0]),
-                success=bool(nx["success"][i, 0]),
-                source="real",
-                env=env_name,
-                split=split,
-                available_actions=list(before[i].available_actions),
-                score=float(nx["score"][i, 0]),
-                invalid=bool(nx["invalid"][i, 0]),
-                terminated=bool(nx["terminated"][i, 0]),
-                truncated=bool(nx["truncated"][i, 0]),
-            )
-            if rationale is not None:
-                tr.reasoning = rationale.explain(tr, env.step_info(i))
-            ep.transitions.append(tr)
-            if tr.done:
-                traj = _finish(ep, env_name, split, seed)
-                done_trajs.append(traj)
-                if writer is not None:
-                    writer.write(traj)
-                if bar is not None:
-                    bar.update(1)
-                finished[i] = True
-        if any(finished):
-            start(finished)
-
-
-def annotate_with_teacher(env: Any, teacher: Teacher, traj: Trajectory, task_index: int) -> None:
-    """Fill ``traj``'s reasoning by replaying its actions in ``env`` (batch size 1) with ``teacher``.
-
-    The teacher needs the env's privileged step info, which a policy's rollout does not record; a fresh
-    env of the same split replays the episode's actions on task ``task_index``
-    (:func:`dreamgym.envs.base.replay_actions`).
-
-    Raises:
-        RuntimeError: if the replay does not reproduce a recorded state (the env is not deterministic).
-    """
-    from dreamgym.envs.base import replay_actions
-
-    def annotate(i: int, env: Any) -> None:
-        tr = traj.transitions[i]
-        if env.current(0).observation != tr.next_state:
-            raise RuntimeError(
-                f"replaying task {task_index} step {tr.step} ({tr.action!r}) gave another state than the "
-                "recorded one; the env must be deterministic for teacher annotation (set teacher=False)"
-            )
-        tr.reasoning = teacher.explain(tr, env.step_info(0))
-
-    replay = replay_actions(env, task_index, [tr.action for tr in traj.transitions], on_step=annotate)
-    if replay.steps != len(traj.transitions):
-        raise RuntimeError(
-            f"replaying task {task_index} ended after {replay.steps} of {len(traj.transitions)} recorded "
-            "steps; the env must be deterministic for teacher annotation (set teacher=False)"
-        )
+    return sorted((trajectory(ep) for ep in episodes), key=lambda t: t.trajectory_id)
 
 
 def collect_policy_trajectories(
@@ -269,7 +189,8 @@ def collect_policy_trajectories(
         collector: the :class:`dreamgym.rl.collector.RolloutCollector` of the RL config (same prompt
             format and decoding constraint as training and evaluation).
         greedy: greedy decoding (evaluation); ``False`` samples (e.g. data for the experience model).
-        teacher: write each transition's ``reasoning`` with the env's rule-based teacher (by replay).
+        teacher: write each transition's ``reasoning`` with the env's rule-based teacher (from the env's
+            step info, right after the step).
         batch_size: env slots.
         max_steps: per-episode step limit.
         out: write the trajectories here as JSONL (through a temporary file, so a crash leaves none).
@@ -281,7 +202,6 @@ def collect_policy_trajectories(
         (``success_rate``, ``score_mean``, ...).
     """
     from dreamgym.modeling import LanguageModel
-    from dreamgym.rl.collector import trajectory_metrics
     from dreamgym.schema import write_trajectories
 
     if not Path(policy_dir).is_dir():
@@ -298,13 +218,12 @@ def collect_policy_trajectories(
     from dreamgym.progress import CountProgress
 
     shown = CountProgress(f"{Path(policy_dir).name} on {env_name}/{split}", len(task_indices))
-    episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy, progress=shown).episodes
+    rationale = get_teacher(env_name, **(teacher_kwargs or {})) if teacher else None
+    on_step = _teacher_hook(env, rationale, env_name, split, "real")
+    episodes = collector.collect(
+        env, model, tok, list(task_indices), greedy=greedy, progress=shown, on_step=on_step
+    ).episodes
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
-    if teacher:
-        replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps, **(env_kwargs or {}))
-        rationale = get_teacher(env_name, **(teacher_kwargs or {}))
-        for e, traj in zip(episodes, trajs, strict=True):
-            annotate_with_teacher(replay, rationale, traj, e.task_index)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(str(out) + ".tmp")

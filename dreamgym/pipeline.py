@@ -394,7 +394,7 @@ def _evaluation(
         RuntimeError: if an episode file holds another number of tasks than ``eval_tasks`` (it was made
             by a run with other settings) or the two files pair different tasks.
     """
-    from dreamgym.rl.collector import trajectory_metrics
+    from dreamgym.envs.episodes import trajectory_metrics
     from dreamgym.schema import read_trajectories
     from dreamgym.stats import mcnemar_exact
 

@@ -206,7 +206,8 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
     runs = run_suite(cfg)["runs"]
     assert sorted(runs) == ["dreamgym_grpo/s0", "dreamgym_s2r_grpo/s0", "real_grpo/s0", "warm_start/s0"]
     assert all(
-        r["task_ids"][0].startswith("alfworld/valid_unseen/") and len(r["successes"]) == 2 for r in runs.values()
+        r["task_ids"][0].startswith("alfworld/valid_unseen/") and len(r["successes"]) == 2
+        for r in runs.values()
     )
     assert all(r["metrics"]["steps_mean"] <= 4 for r in runs.values())  # the pipeline's step limit
     online = {k: r["real_transitions"]["online"] for k, r in runs.items()}

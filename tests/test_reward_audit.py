@@ -7,11 +7,12 @@ import torch
 
 from datamodules.rollouts import RolloutDataModule
 from dreamgym.envs.base import replay_actions
+from dreamgym.envs.episodes import Episode
 from dreamgym.envs.registry import make_env
 from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, tasks_from_trajectories
 from dreamgym.modeling.formats import ParsedOutcome
 from dreamgym.rl.audit import RewardAudit, audit_episodes
-from dreamgym.rl.collector import Episode, RolloutCollector
+from dreamgym.rl.collector import RolloutCollector
 from dreamgym.rl.env_specs import EnvSpec
 from dreamgym.rl.schedules import SyntheticSchedule
 from dreamgym.schema import read_trajectories

@@ -223,7 +223,7 @@ def _store(path: Path, key: str | None, record: dict | None, shared: dict) -> di
 
 def _outcomes(episodes: Path) -> dict:
     """Held-out metrics and the per-task outcome string (``"0110..."``) of an episode file."""
-    from dreamgym.rl.collector import trajectory_metrics
+    from dreamgym.envs.episodes import trajectory_metrics
     from dreamgym.schema import read_trajectories
 
     trajs = list(read_trajectories(episodes))

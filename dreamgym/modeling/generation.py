@@ -17,7 +17,7 @@ from transformers import LogitsProcessorList
 from dreamgym.modeling.chat import stop_token_ids
 from dreamgym.modeling.tokenizer import pad_id
 
-__all__ = ["encode_prompt", "generate_texts"]
+__all__ = ["encode_prompt", "generate_ids", "generate_texts"]
 
 
 def encode_prompt(tokenizer, text: str) -> list[int]:
@@ -28,6 +28,66 @@ def encode_prompt(tokenizer, text: str) -> list[int]:
 
 
 @torch.no_grad()
+def generate_ids(
+    model,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    pad_token_id: int,
+    eos_token_id: int | list[int],
+    batch_size: int = 8,
+    processor_factory: Callable[[int, list[int]], Any] | None = None,
+    **generate_kwargs: Any,
+) -> list[list[int]]:
+    """THE generation path: the new token ids of each prompt (token ids), in the order of ``prompts``.
+
+    Prompts are sorted by length and run ``batch_size`` at a time, left-padded so every row's last
+    prompt token sits at the same position; ``model.generate`` reuses the KV cache across decoding steps.
+
+    Args:
+        model: a causal LM (``transformers`` ``PreTrainedModel``); put in eval mode for the call.
+        prompts: prompt token ids (special tokens included as the caller wants them).
+        max_new_tokens: generation budget per prompt.
+        pad_token_id: the left-padding id.
+        eos_token_id: id(s) that end a row.
+        batch_size: prompts per ``generate`` call.
+        processor_factory: ``(prompt_width, rows) -> LogitsProcessor`` built for each batch (``rows``:
+            the indices into ``prompts`` of the batch's rows, in order), e.g. a grammar.
+        generate_kwargs: passed to ``model.generate`` (``do_sample``, ``temperature``, ``stop_strings``
+            with ``tokenizer``, ``cache_implementation``, ...).
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    out: list[list[int]] = [[] for _ in prompts]
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = max(len(prompts[i]) for i in rows)
+        ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            n = len(prompts[i])
+            ids[r, width - n :] = torch.tensor(list(prompts[i]), dtype=torch.long)
+            mask[r, width - n :] = 1
+        kwargs = dict(generate_kwargs)
+        if processor_factory is not None:
+            kwargs.update(logits_processor=LogitsProcessorList([processor_factory(width, list(rows))]))
+        gen = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad_token_id,
+            eos_token_id=eos_token_id,
+            use_cache=True,
+            **kwargs,
+        )
+        for r, i in enumerate(rows):
+            out[i] = gen[r, width:].tolist()
+    if was_training:
+        model.train()
+    return out
+
+
 def generate_texts(
     model,
     tokenizer,
@@ -41,7 +101,8 @@ def generate_texts(
     processor_factory: Callable[[int, list[int]], Any] | None = None,
     cache_implementation: str | None = None,
 ) -> list[str]:
-    """Generate a continuation for each prompt; returns the decoded new text only.
+    """Generate a continuation for each prompt text (:func:`generate_ids` on :func:`encode_prompt`);
+    returns the decoded new text only.
 
     Args:
         model: a causal LM (``transformers`` ``PreTrainedModel``).
@@ -53,48 +114,22 @@ def generate_texts(
         temperature: sampling temperature (only with ``do_sample``).
         max_prompt_tokens: keep only the last this-many prompt tokens (None: keep all).
         stop_strings: a row stops once its text ends with one of these (besides EOS).
-        processor_factory: ``(prompt_width, rows) -> LogitsProcessor`` built for each generation batch
-            (``rows``: the indices into ``prompts`` of the batch's rows, in order), e.g. a grammar.
+        processor_factory: see :func:`generate_ids`.
         cache_implementation: ``transformers``' KV-cache kind (``"static"``: preallocated, no per-token
             concatenation; None: the library's default dynamic cache).
     """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    pad = pad_id(tokenizer)
-    eos = stop_token_ids(tokenizer, model)
     encoded = [encode_prompt(tokenizer, p) for p in prompts]
     if max_prompt_tokens:
         encoded = [ids[-max_prompt_tokens:] for ids in encoded]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    out: list[str] = [""] * len(encoded)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        width = max(len(encoded[i]) for i in rows)
-        ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, i in enumerate(rows):
-            n = len(encoded[i])
-            ids[r, width - n :] = torch.tensor(encoded[i])
-            mask[r, width - n :] = 1
-        kwargs = dict(do_sample=do_sample, temperature=temperature) if do_sample else dict(do_sample=False)
-        if stop_strings:
-            kwargs.update(stop_strings=list(stop_strings), tokenizer=tokenizer)
-        if processor_factory is not None:
-            kwargs.update(logits_processor=LogitsProcessorList([processor_factory(width, list(rows))]))
-        if cache_implementation:
-            kwargs.update(cache_implementation=cache_implementation)
-        gen = model.generate(
-            input_ids=ids.to(device),
-            attention_mask=mask.to(device),
-            max_new_tokens=max_new_tokens,
-            pad_token_id=pad,
-            eos_token_id=eos,
-            use_cache=True,
-            **kwargs,
-        )
-        for r, i in enumerate(rows):
-            out[i] = tokenizer.decode(gen[r, width:], skip_special_tokens=True)
-    if was_training:
-        model.train()
-    return out
+    kwargs: dict[str, Any] = (
+        dict(do_sample=do_sample, temperature=temperature) if do_sample else dict(do_sample=False)
+    )
+    if stop_strings:
+        kwargs.update(stop_strings=list(stop_strings), tokenizer=tokenizer)
+    if cache_implementation:
+        kwargs.update(cache_implementation=cache_implementation)
+    new = generate_ids(
+        model, encoded, max_new_tokens, pad_id(tokenizer), stop_token_ids(tokenizer, model),
+        batch_size=batch_size, processor_factory=processor_factory, **kwargs,
+    )  # fmt: skip
+    return [tokenizer.decode(ids, skip_special_tokens=True) for ids in new]

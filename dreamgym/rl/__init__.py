@@ -14,7 +14,7 @@ from dreamgym.rl.advantages import (
     make_advantage_estimator,
     register_advantage_estimator,
 )
-from dreamgym.rl.collector import Collection, Episode, RolloutCollector
+from dreamgym.rl.collector import Collection, RolloutCollector
 from dreamgym.rl.critic import Critic, LMCritic, ValueHead
 from dreamgym.rl.env_specs import EnvSpec, SyntheticEnvSpec
 from dreamgym.rl.rollout import RolloutBatch, Turn, build_rollout_batch
@@ -30,7 +30,6 @@ __all__ = [
     "make_advantage_estimator",
     "register_advantage_estimator",
     "Collection",
-    "Episode",
     "RolloutCollector",
     "Critic",
     "LMCritic",

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from dreamgym.envs.base import replay_actions
+from dreamgym.envs.episodes import Episode
 from dreamgym.fidelity import same_reward, success_precision_recall
-from dreamgym.rl.collector import Episode
 
 __all__ = ["RewardAudit", "audit_episodes"]
 
