@@ -380,7 +380,7 @@ def rl_paths(rl_config: str | Path, exp: Path, sft: Path) -> list[str]:
     sched = _rl_yaml(rl_config)["model"]["init_args"]["schedule"]["init_args"]
     out = [f"--model.init_args.policy.init_args.path={sft}"]
     for key in ("env", "synthetic_env"):
-        if key in sched and sched[key]["class_path"].endswith("SyntheticEnvSpec"):
+        if key in sched and sched[key]["class_path"].endswith("SyntheticEnvFactory"):
             out.append(f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}")
     return out
 

@@ -7,9 +7,10 @@ Each training step is one RL iteration:
    batched) into a :class:`~dreamgym.rl.rollout.RolloutBatch` (one sample per turn);
 3. old/reference log-probs and (PPO) critic values are computed; the injected advantage estimator
    fills advantages ("grpo": group-normalised outcome reward; "gae": turn-level GAE on the critic);
-4. ``ppo_epochs`` x ``minibatches`` optimizer steps on
-   ``loss = clipped_surrogate + kl_coef * KL_k3(pi || pi_ref) - entropy_coef * H + value_coef * value_loss``
-   (value loss only with a critic), with manual optimisation and gradient clipping. A minibatch is
+4. ``ppo_epochs`` x ``minibatches`` optimizer steps on the injected objective
+   (:class:`~dreamgym.rl.objective.ClipPPOLoss`:
+   ``clipped_surrogate + kl_coef * KL_k3(pi || pi_ref) - entropy_coef * H + value_coef * value_loss``,
+   value loss only with a critic), with manual optimisation and gradient clipping. A minibatch is
    run in micro-batches of ``micro_batch_size`` turns whose gradients are accumulated with weights
    ``tokens_micro / tokens_minibatch`` (``turns_micro / turns_minibatch`` for the value loss), so the
    step equals the one on the whole minibatch while peak memory stays bounded by the micro-batch.
@@ -41,6 +42,7 @@ import torch
 from lightning.pytorch.cli import OptimizerCallable
 
 from dreamgym.curriculum import RewardVarianceCurriculum
+from dreamgym.envs.factory import EnvFactory
 from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import forward_from_first_target
@@ -49,16 +51,8 @@ from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
 from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
 from dreamgym.rl.critic import Critic
-from dreamgym.rl.env_specs import EnvSpec
-from dreamgym.rl.losses import (
-    approx_kl,
-    clip_fraction,
-    clipped_surrogate_loss,
-    clipped_value_loss,
-    entropy_from_logits,
-    kl_k3,
-    token_log_probs,
-)
+from dreamgym.rl.losses import token_log_probs
+from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
 from dreamgym.strategies import check_rl_strategy
@@ -78,6 +72,9 @@ class PolicyRL(L.LightningModule):
         collector: rollout collector (prompt format, generation length, temperature).
         curriculum: reward-variance task selection for synthetic-env batches (``None``: uniform tasks).
         audit: live reward audit of synthetic iterations in the real env (``None``: off).
+        loss: the PPO/GRPO objective and its coefficients (``None``: :class:`ClipPPOLoss` defaults; with
+            ``kl_coef=0`` no reference model is kept; with LoRA the reference is the base model, the
+            adapters disabled).
         optimizer: optimizer factory, called once with param groups; its ``lr`` is the policy's.
         critic_lr: critic learning rate (its own param group).
         tasks_per_batch: tasks per RL iteration (per device).
@@ -85,12 +82,6 @@ class PolicyRL(L.LightningModule):
         ppo_epochs: passes over each rollout batch.
         minibatches: optimizer steps per pass (turns split into this many equal parts; fixed so that
             every DDP rank steps the same number of times).
-        clip_eps: policy ratio clip range.
-        value_clip_eps: value clip range.
-        kl_coef: coefficient of the k3 KL to the frozen reference policy (0: no reference model; with
-            LoRA the reference is the base model, the adapters disabled).
-        value_coef: coefficient of the value loss.
-        entropy_coef: coefficient of the entropy bonus.
         max_grad_norm: gradient-norm clip (0: off).
         score_batch_size: turns per no-grad forward when scoring a rollout batch.
         micro_batch_size: turns per forward/backward inside a minibatch (gradient accumulation; the
@@ -106,21 +97,17 @@ class PolicyRL(L.LightningModule):
         schedule: Schedule,
         estimator: AdvantageEstimator | None = None,
         critic: Critic | None = None,
-        eval_env: EnvSpec | None = None,
+        eval_env: EnvFactory | None = None,
         collector: RolloutCollector | None = None,
         curriculum: RewardVarianceCurriculum | None = None,
         audit: RewardAudit | None = None,
+        loss: ClipPPOLoss | None = None,
         optimizer: OptimizerCallable = torch.optim.AdamW,
         critic_lr: float = 1e-4,
         tasks_per_batch: int = 4,
         group_size: int = 8,
         ppo_epochs: int = 1,
         minibatches: int = 2,
-        clip_eps: float = 0.2,
-        value_clip_eps: float = 0.2,
-        kl_coef: float = 0.01,
-        value_coef: float = 0.5,
-        entropy_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         score_batch_size: int = 16,
         micro_batch_size: int = 16,
@@ -153,7 +140,8 @@ class PolicyRL(L.LightningModule):
         if critic is not None:
             critic.bind(self.model)
         self.lora = policy.lora is not None
-        frozen_copy = kl_coef > 0 and not self.lora
+        self.loss = loss or ClipPPOLoss()
+        frozen_copy = self.loss.needs_reference and not self.lora
         ref = copy.deepcopy(self.model).eval().requires_grad_(False) if frozen_copy else None
         object.__setattr__(self, "ref_model", ref)  # frozen, outside the module tree and the optimizer
         self.schedule, self.eval_env, self.curriculum, self.audit = schedule, eval_env, curriculum, audit
@@ -162,8 +150,6 @@ class PolicyRL(L.LightningModule):
         self.critic_lr = critic_lr
         self.tasks_per_batch, self.group_size = tasks_per_batch, group_size
         self.ppo_epochs, self.minibatches = ppo_epochs, minibatches
-        self.clip_eps, self.value_clip_eps = clip_eps, value_clip_eps
-        self.kl_coef, self.value_coef, self.entropy_coef = kl_coef, value_coef, entropy_coef
         self.max_grad_norm, self.score_batch_size = max_grad_norm, score_batch_size
         self.micro_batch_size = micro_batch_size
         self.log_samples, self.save_dir = log_samples, save_dir
@@ -309,7 +295,7 @@ class PolicyRL(L.LightningModule):
             ids, allowed, act = mb.input_ids[:, start:], mb.allowed_ids[:, start:], mb.action_mask[:, start:]
             rollout.old_log_probs[rows] = 0.0
             rollout.old_log_probs[rows, start:] = token_log_probs(out.logits, ids, allowed) * act
-            if self.kl_coef > 0:
+            if self.loss.needs_reference:
                 ref = self.ref_logits(mb.input_ids, mb.attention_mask, mb.action_mask)
                 rollout.ref_log_probs[rows] = 0.0
                 rollout.ref_log_probs[rows, start:] = token_log_probs(ref, ids, allowed) * act
@@ -323,12 +309,8 @@ class PolicyRL(L.LightningModule):
     def policy_loss(
         self, mb: RolloutBatch, token_weight: float = 1.0, turn_weight: float = 1.0
     ) -> dict[str, torch.Tensor]:
-        """The combined loss of a (micro-)batch and its parts (see module docstring).
-
-        ``loss = token_weight * (surrogate + kl_coef * KL - entropy_coef * H)
-        + turn_weight * value_coef * value_loss``; the weights let micro-batches of a minibatch add up
-        to the minibatch's token / turn means. The reported parts are unweighted.
-        """
+        """The objective (:attr:`loss`) of a (micro-)batch and its parts: the forward passes here, the
+        formula in :class:`~dreamgym.rl.objective.ClipPPOLoss`."""
         shared = self.critic is not None and self.critic.shares_backbone
         # logits only from the first action position on: every token-level term lives there
         out, start = forward_from_first_target(
@@ -336,30 +318,16 @@ class PolicyRL(L.LightningModule):
         )
         allowed = mb.allowed_ids[:, start:]
         logp = token_log_probs(out.logits, mb.input_ids[:, start:], allowed)
-        mask, old_lp = mb.action_mask[:, start:], mb.old_log_probs[:, start:]
-        adv = mb.advantages.unsqueeze(1).expand_as(logp)
-        parts = {"loss_policy": clipped_surrogate_loss(logp, old_lp, adv, mask, self.clip_eps)}
-        token_loss = parts["loss_policy"]
-        if self.kl_coef > 0:
-            parts["kl_ref"] = kl_k3(logp, mb.ref_log_probs[:, start:], mask)
-            token_loss = token_loss + self.kl_coef * parts["kl_ref"]
-        if self.entropy_coef > 0:
-            parts["entropy"] = entropy_from_logits(out.logits, mask, allowed)
-            token_loss = token_loss - self.entropy_coef * parts["entropy"]
-        else:
-            with torch.no_grad():
-                parts["entropy"] = entropy_from_logits(out.logits, mask, allowed)
-        loss = token_weight * token_loss
+        values = None
         if self.critic is not None:
             hidden = out.hidden_states[-1] if shared else None
             values = self.critic.values(mb.input_ids, mb.attention_mask, mb.action_mask, hidden)
-            parts["loss_value"] = clipped_value_loss(values, mb.old_values, mb.returns, self.value_clip_eps)
-            loss = loss + turn_weight * self.value_coef * parts["loss_value"]
-        with torch.no_grad():
-            parts["approx_kl"] = approx_kl(logp, old_lp, mask)
-            parts["clipfrac"] = clip_fraction(logp, old_lp, mask, self.clip_eps)
-        parts["loss"] = loss
-        return parts
+        return self.loss(
+            logp, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:], out.logits, allowed,
+            ref_logp=mb.ref_log_probs[:, start:] if self.loss.needs_reference else None,
+            values=values, old_values=mb.old_values, returns=mb.returns,
+            token_weight=token_weight, turn_weight=turn_weight,
+        )  # fmt: skip
 
     def _optimize(self, rollout: RolloutBatch) -> dict[str, float]:
         opt = self.optimizers()

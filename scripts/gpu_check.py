@@ -23,10 +23,10 @@ from datamodules.policy_sft import PolicySFTDataModule
 from datamodules.rollouts import RolloutDataModule
 from datamodules.trajectories import TrajectoryDataModule
 from dreamgym.collect import collect_trajectories
+from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.modeling import LanguageModel
 from dreamgym.modeling.tokenizer import corpus_from_trajectories, train_tokenizer
 from dreamgym.rl.collector import RolloutCollector
-from dreamgym.rl.env_specs import EnvSpec, SyntheticEnvSpec
 from dreamgym.rl.schedules import RealSchedule, SyntheticSchedule
 from models.experience_sft import ExperienceSFT
 from models.policy_rl import PolicyRL
@@ -143,9 +143,9 @@ def main(out: Path) -> None:
         run("experience SFT", strategy, root, exp, TrajectoryDataModule(files, files, k=1, batch_size=4),
             s["sft_steps"])  # fmt: skip
         envs = {
-            "GRPO synthetic": SyntheticEnvSpec(str(root / "experience"), batch_size=s["slots"], max_steps=s["steps"],
+            "GRPO synthetic": SyntheticEnvFactory(str(root / "experience"), batch_size=s["slots"], max_steps=s["steps"],
                                                kwargs={"tasks": files, "max_new_tokens": s["exp_tokens"]}),
-            "GRPO real": EnvSpec("webshop", split="train", batch_size=s["slots"], max_steps=s["steps"]),
+            "GRPO real": EnvFactory("webshop", split="train", batch_size=s["slots"], max_steps=s["steps"]),
         }  # fmt: skip
         for name, spec in envs.items():
             schedule = (SyntheticSchedule if name.endswith("synthetic") else RealSchedule)(
@@ -153,7 +153,7 @@ def main(out: Path) -> None:
             )
             rl = PolicyRL(LanguageModel(path=str(root / "policy"), dtype=dtype), schedule, tasks_per_batch=s["tasks"],
                           group_size=s["group"], collector=RolloutCollector(max_new_tokens=s["tokens"], constrained=True),
-                          eval_env=EnvSpec("webshop", split="test", batch_size=2, max_steps=2))  # fmt: skip
+                          eval_env=EnvFactory("webshop", split="test", batch_size=2, max_steps=2))  # fmt: skip
             run(name, strategy, root, rl, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2), -1)
 
 

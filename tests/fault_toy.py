@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from rl_toy import LETTERS, LetterEnv  # also registers "letters" (jsonargparse imports this in a subprocess)
 
+from dreamgym.envs.factory import EnvFactory
 from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask
 from dreamgym.modeling.formats import ExperienceFormat, ParsedOutcome
 from dreamgym.retrieval.buffer import ReplayBuffer
 from dreamgym.retrieval.encoders import HashingEncoder
-from dreamgym.rl.env_specs import EnvSpec
 
 
 class EveryActionLetterEnv(LetterEnv):
@@ -38,7 +38,7 @@ class ScriptedExperience:
         return out
 
 
-class ScriptedSyntheticSpec(EnvSpec):
+class ScriptedSyntheticSpec(EnvFactory):
     """A :class:`SyntheticEnv` over the letter tasks with :class:`ScriptedExperience` and write-back."""
 
     is_real = False

@@ -129,7 +129,7 @@ def _rl_overrides(
         f"--model.init_args.tasks_per_batch={RL_TASKS}", f"--model.init_args.group_size={RL_GROUP}",
         # a tiny untrained policy rarely wins within 3 steps, so GRPO advantages (and the k3 KL gradient at
         # the reference) are often all zero: a small entropy bonus makes the update path always move weights
-        "--model.init_args.entropy_coef=0.01",
+        "--model.init_args.loss.init_args.entropy_coef=0.01",
         f"--model.init_args.save_dir={save_dir}",
     ]  # fmt: skip
 

@@ -46,27 +46,27 @@ def _overrides(cfg: dict, dirs: dict) -> list[str]:
                     f"--model.init_args.{key}.init_args.preset=tiny"]  # fmt: skip
     sched = args.get("schedule", {}).get("init_args", {})
     for key in ("env", "synthetic_env"):
-        if str(sched.get(key, {}).get("class_path", "")).endswith("SyntheticEnvSpec"):
+        if str(sched.get(key, {}).get("class_path", "")).endswith("SyntheticEnvFactory"):
             # only its existence is checked at config time; the env is built at the first RL step
             out.append(f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={dirs['policy']}")
     return out
 
 
 def test_missing_inputs_name_the_command(tiny_dirs, tmp_path):
+    from dreamgym.envs.factory import SyntheticEnvFactory
     from dreamgym.modeling import LanguageModel
-    from dreamgym.rl.env_specs import SyntheticEnvSpec
     from dreamgym.rl.schedules import SyntheticSchedule
     from models.policy_rl import PolicyRL
 
     with pytest.raises(FileNotFoundError, match="configs/webshop_policy_sft.yaml"):
         PolicyRL(
             LanguageModel(path=str(tmp_path / "none")),
-            SyntheticSchedule(SyntheticEnvSpec(checkpoint=tiny_dirs["policy"])),
+            SyntheticSchedule(SyntheticEnvFactory(checkpoint=tiny_dirs["policy"])),
         )
     with pytest.raises(FileNotFoundError, match="configs/webshop_experience_sft.yaml"):
         PolicyRL(
             LanguageModel(path=tiny_dirs["policy"]),
-            SyntheticSchedule(SyntheticEnvSpec(checkpoint=str(tmp_path / "none"))),
+            SyntheticSchedule(SyntheticEnvFactory(checkpoint=str(tmp_path / "none"))),
         )
 
 

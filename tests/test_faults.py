@@ -39,7 +39,7 @@ def _config(tmp: Path, tok: str) -> Path:
                 "schedule": {"class_path": "dreamgym.rl.schedules.SyntheticSchedule",
                              "init_args": {"iterations": ITERATIONS,
                                            "env": {"class_path": "fault_toy.ScriptedSyntheticSpec"}}},
-                "eval_env": {"class_path": "dreamgym.rl.env_specs.EnvSpec",
+                "eval_env": {"class_path": "dreamgym.envs.factory.EnvFactory",
                              "init_args": {"name": "letters", "split": "test", "batch_size": 2, "max_steps": 2}},
                 "collector": {"class_path": "dreamgym.rl.collector.RolloutCollector",
                               "init_args": {"max_new_tokens": 16, "max_prompt_tokens": 128, "constrained": True}},

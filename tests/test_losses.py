@@ -91,3 +91,33 @@ def test_shape_mismatch_is_named():
         clipped_surrogate_loss(
             torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool)
         )
+
+
+def test_clip_ppo_loss_combines_the_terms_with_its_coefficients():
+    from dreamgym.rl.objective import ClipPPOLoss
+
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 5)
+    ids = torch.randint(5, (2, 3))
+    logp = token_log_probs(logits, ids)
+    old, ref = logp.detach() + 0.1, logp.detach() - 0.2
+    mask = torch.tensor([[False, True, True], [False, False, True]])
+    adv = torch.tensor([1.0, -0.5])
+    values, old_values, returns = torch.tensor([0.2, 0.4]), torch.tensor([0.1, 0.5]), torch.tensor([1.0, 0.0])
+    obj = ClipPPOLoss(clip_eps=0.1, kl_coef=0.3, entropy_coef=0.05, value_coef=2.0, value_clip_eps=0.1)
+    parts = obj(logp, old, adv, mask, logits, ref_logp=ref, values=values, old_values=old_values,
+                returns=returns, token_weight=0.25, turn_weight=0.5)  # fmt: skip
+    a = adv.unsqueeze(1).expand_as(logp)
+    token = clipped_surrogate_loss(logp, old, a, mask, 0.1) + 0.3 * kl_k3(logp, ref, mask)
+    token = token - 0.05 * entropy_from_logits(logits, mask)
+    value = clipped_value_loss(values, old_values, returns, 0.1)
+    torch.testing.assert_close(parts["loss"], 0.25 * token + 0.5 * 2.0 * value)
+    torch.testing.assert_close(parts["loss_value"], value)
+    assert set(parts) == {"loss", "loss_policy", "kl_ref", "entropy", "loss_value", "approx_kl", "clipfrac"}
+    # no critic: no value term; no KL coefficient: no reference needed
+    bare = ClipPPOLoss(kl_coef=0.0)(logp, old, adv, mask, logits)
+    assert "loss_value" not in bare and "kl_ref" not in bare and not ClipPPOLoss(kl_coef=0.0).needs_reference
+    with pytest.raises(ValueError, match="needs ref_logp"):
+        ClipPPOLoss(kl_coef=0.1)(logp, old, adv, mask, logits)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        ClipPPOLoss(entropy_coef=-1.0)

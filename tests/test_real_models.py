@@ -7,12 +7,12 @@ import torch
 from rl_toy import make_toy_tokenizer
 
 from datamodules.rollouts import RolloutDataModule
+from dreamgym.envs.factory import EnvFactory
 from dreamgym.modeling import LanguageModel, load_tokenizer
 from dreamgym.modeling.chat import ChatCodec, stop_token_ids
 from dreamgym.modeling.factory import LoRA, export_model
 from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage, gae_advantages, grpo_advantages
 from dreamgym.rl.collector import RolloutCollector
-from dreamgym.rl.env_specs import EnvSpec
 from dreamgym.rl.losses import (
     approx_kl,
     clipped_surrogate_loss,
@@ -21,6 +21,7 @@ from dreamgym.rl.losses import (
     kl_k3,
     token_log_probs,
 )
+from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import Turn, build_rollout_batch
 from dreamgym.rl.schedules import RealSchedule
 from models.policy_rl import PolicyRL
@@ -111,10 +112,10 @@ def test_sft_and_grpo_fit_with_a_chat_template(chat_dir, tmp_path):
     L.Trainer(max_steps=3, **kw).fit(sft, loader)
     export_model(sft.model, sft.tokenizer, tmp_path / "sft")
 
-    spec = EnvSpec("letters", split="train", batch_size=4, max_steps=2)
+    spec = EnvFactory("letters", split="train", batch_size=4, max_steps=2)
     rl = PolicyRL(
         LanguageModel(path=str(tmp_path / "sft")), RealSchedule(spec, iterations=2), GRPOAdvantage(),
-        eval_env=EnvSpec("letters", split="test", batch_size=4, max_steps=2), tasks_per_batch=2,
+        eval_env=EnvFactory("letters", split="test", batch_size=4, max_steps=2), tasks_per_batch=2,
         group_size=2, collector=RolloutCollector(max_new_tokens=6, max_prompt_tokens=96),
         optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3),
     )  # fmt: skip
@@ -142,11 +143,11 @@ def test_lora_trains_only_adapters_and_the_reference_is_the_base_model(plain_dir
     from transformers import AutoModelForCausalLM
 
     base, _ = _lm(plain_dir).build()  # same seed: the weights LoRA wraps
-    spec = EnvSpec("letters", split="train", batch_size=4, max_steps=2)
+    spec = EnvFactory("letters", split="train", batch_size=4, max_steps=2)
     rl = PolicyRL(
         _lm(plain_dir, lora=LoRA(r=4, alpha=8)), RealSchedule(spec, iterations=2), GRPOAdvantage(),
-        eval_env=EnvSpec("letters", split="test", batch_size=4, max_steps=2), tasks_per_batch=2, group_size=2,
-        collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=96), kl_coef=0.1, save_dir=str(tmp_path / "out"),
+        eval_env=EnvFactory("letters", split="test", batch_size=4, max_steps=2), tasks_per_batch=2, group_size=2,
+        collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=96), loss=ClipPPOLoss(kl_coef=0.1), save_dir=str(tmp_path / "out"),
         optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2),
     )  # fmt: skip
     assert rl.ref_model is None  # no deep copy

@@ -8,12 +8,12 @@ import torch
 from datamodules.rollouts import RolloutDataModule
 from dreamgym.envs.base import replay_actions
 from dreamgym.envs.episodes import Episode
+from dreamgym.envs.factory import EnvFactory
 from dreamgym.envs.registry import make_env
 from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, tasks_from_trajectories
 from dreamgym.modeling.formats import ParsedOutcome
 from dreamgym.rl.audit import RewardAudit, audit_episodes
 from dreamgym.rl.collector import RolloutCollector
-from dreamgym.rl.env_specs import EnvSpec
 from dreamgym.rl.schedules import SyntheticSchedule
 from dreamgym.schema import read_trajectories
 from models.policy_rl import PolicyRL
@@ -126,7 +126,7 @@ def test_audit_state_round_trips(real, trajs):
     assert a.pop("perf/audit_s") >= 0 and b.pop("perf/audit_s") >= 0 and a == b  # the same sample
 
 
-class _SyntheticSpec(EnvSpec):
+class _SyntheticSpec(EnvFactory):
     """A synthetic env with a stub experience model over the real train tasks of the offline data."""
 
     is_real = False

@@ -8,11 +8,12 @@ from rl_toy import make_toy_tokenizer
 
 from datamodules.rollouts import RolloutDataModule
 from dreamgym.curriculum import RewardVarianceCurriculum
+from dreamgym.envs.factory import EnvFactory
 from dreamgym.modeling import LanguageModel
 from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage
 from dreamgym.rl.collector import RolloutCollector
 from dreamgym.rl.critic import ValueHead
-from dreamgym.rl.env_specs import EnvSpec
+from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.schedules import RealSchedule, Sim2RealSchedule, SyntheticSchedule
 from models.policy_rl import PolicyRL
 
@@ -23,14 +24,14 @@ def toy_policy(tmp_path_factory):
     return LanguageModel(preset="tiny", tokenizer_path=path, max_positions=512)
 
 
-def _spec(split="train", max_steps=2):
-    return EnvSpec("letters", split=split, batch_size=4, max_steps=max_steps)
+def _factory(split="train", max_steps=2):
+    return EnvFactory("letters", split=split, batch_size=4, max_steps=max_steps)
 
 
 def _module(policy, schedule, **kw):
     kw.setdefault("estimator", GRPOAdvantage())
     return PolicyRL(
-        policy=policy, schedule=schedule, eval_env=_spec("test"), optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2,
+        policy=policy, schedule=schedule, eval_env=_factory("test"), optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2,
         minibatches=2, collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=128), **kw,
     )  # fmt: skip
 
@@ -69,7 +70,7 @@ def _metrics(tmp_path):
 @pytest.mark.slow
 def test_grpo_synthetic_schedule_trains_policy_not_reference(toy_policy, tmp_path):
     module = _module(
-        toy_policy, SyntheticSchedule(_spec(), iterations=3), curriculum=RewardVarianceCurriculum(lam=0.5)
+        toy_policy, SyntheticSchedule(_factory(), iterations=3), curriculum=RewardVarianceCurriculum(lam=0.5)
     )
     before, ref_before = _snapshot(module.model), _snapshot(module.ref_model)
     _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
@@ -92,7 +93,7 @@ def test_grpo_synthetic_schedule_trains_policy_not_reference(toy_policy, tmp_pat
 @pytest.mark.slow
 def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
     # worst case per batch: 2 tasks x 2 episodes x 2 steps = 8 transitions; budget 20 -> at most 2 batches
-    schedule = RealSchedule(_spec(), budget=20)
+    schedule = RealSchedule(_factory(), budget=20)
     module = _module(toy_policy, schedule, estimator=GAEAdvantage(), critic=ValueHead())
     head_before = module.critic.head.weight.detach().clone()
     _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
@@ -101,7 +102,7 @@ def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
     rows = _metrics(tmp_path)
     assert any(r.get("train/loss_value") for r in rows)
     # resume from the last checkpoint with a larger budget: counters come back, then continue
-    schedule2 = RealSchedule(_spec(), budget=28)
+    schedule2 = RealSchedule(_factory(), budget=28)
     module2 = _module(toy_policy, schedule2, estimator=GAEAdvantage(), critic=ValueHead())
     _trainer(tmp_path / "resume").fit(
         module2,
@@ -113,7 +114,7 @@ def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
 
 @pytest.mark.slow
 def test_sim2real_switches_phase_and_counts_both(toy_policy, tmp_path):
-    schedule = Sim2RealSchedule(_spec(), _spec(), synthetic_iterations=1, real_budget=8)
+    schedule = Sim2RealSchedule(_factory(), _factory(), synthetic_iterations=1, real_budget=8)
     module = _module(toy_policy, schedule)
     _trainer(tmp_path).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
     assert schedule.iteration == 2
@@ -130,7 +131,7 @@ def test_micro_batches_give_the_same_update(toy_policy):
 
     def build(micro):
         torch.manual_seed(0)
-        m = _module(toy_policy, SyntheticSchedule(_spec(), iterations=1), estimator=GAEAdvantage(),
+        m = _module(toy_policy, SyntheticSchedule(_factory(), iterations=1), estimator=GAEAdvantage(),
                     critic=ValueHead(), micro_batch_size=micro, max_grad_norm=0.0)  # fmt: skip
         opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.5)
         m.optimizers = lambda: opt
@@ -139,7 +140,7 @@ def test_micro_batches_give_the_same_update(toy_policy):
 
     whole, micro = build(64), build(1)
     micro.load_state_dict(whole.state_dict())
-    env = _spec().build()
+    env = _factory().build()
     torch.manual_seed(1)
     coll = whole.collector.collect(env, whole.model, whole.tokenizer, [0, 3], group_size=2)
     rollout = build_rollout_batch(coll.turns, whole._pad_id())
@@ -167,7 +168,11 @@ def test_scoring_and_loss_from_the_first_action_match_the_full_forward(toy_polic
     from dreamgym.rl.rollout import Turn, build_rollout_batch
 
     torch.manual_seed(0)
-    m = _module(toy_policy, SyntheticSchedule(_spec(), iterations=1), kl_coef=0.1, entropy_coef=0.01)
+    m = _module(
+        toy_policy,
+        SyntheticSchedule(_factory(), iterations=1),
+        loss=ClipPPOLoss(kl_coef=0.1, entropy_coef=0.01),
+    )
     with torch.no_grad():  # a reference that differs from the policy, so the KL term is not zero
         for p in m.ref_model.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -190,7 +195,7 @@ def test_scoring_and_loss_from_the_first_action_match_the_full_forward(toy_polic
 
     logp = token_log_probs(full, batch.input_ids)
     adv = batch.advantages.unsqueeze(1).expand_as(logp)
-    expect = clipped_surrogate_loss(logp, batch.old_log_probs, adv, act, m.clip_eps)
-    expect = expect + m.kl_coef * kl_k3(logp, batch.ref_log_probs, act)
-    expect = expect - m.entropy_coef * entropy_from_logits(full, act)
+    expect = clipped_surrogate_loss(logp, batch.old_log_probs, adv, act, 0.2)
+    expect = expect + 0.1 * kl_k3(logp, batch.ref_log_probs, act)
+    expect = expect - 0.01 * entropy_from_logits(full, act)
     torch.testing.assert_close(parts["loss"].detach(), expect, rtol=1e-5, atol=1e-6)

@@ -6,16 +6,16 @@ import pytest
 from rl_toy import LetterEnv  # noqa: F401  (registers "letters")
 
 from dreamgym.curriculum import RewardVarianceCurriculum, task_variance
-from dreamgym.rl.env_specs import EnvSpec, SyntheticEnvSpec
+from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.rl.schedules import RealSchedule, Sim2RealSchedule, SyntheticSchedule
 
 
-def _spec(max_steps=3):
-    return EnvSpec("letters", batch_size=2, max_steps=max_steps)
+def _factory(max_steps=3):
+    return EnvFactory("letters", batch_size=2, max_steps=max_steps)
 
 
 def test_real_budget_rule_never_exceeds():
-    s = RealSchedule(_spec(max_steps=3), budget=20)
+    s = RealSchedule(_factory(max_steps=3), budget=20)
     # 4 episodes x 3 steps = 12 worst case fits in 20
     phase = s.next_phase(4)
     assert phase.is_real and phase.max_transitions == 20
@@ -28,7 +28,7 @@ def test_real_budget_rule_never_exceeds():
 
 
 def test_sim2real_phases_and_state_round_trip():
-    s = Sim2RealSchedule(_spec(), _spec(), synthetic_iterations=2, real_budget=12)
+    s = Sim2RealSchedule(_factory(), _factory(), synthetic_iterations=2, real_budget=12)
     for _ in range(2):
         p = s.next_phase(2)
         assert p.name == "synthetic" and not p.is_real and p.max_transitions is None
@@ -38,23 +38,23 @@ def test_sim2real_phases_and_state_round_trip():
     s.record(p, 4)
     state = s.state_dict()
     assert state == {"real_transitions": 4, "synthetic_transitions": 10, "iteration": 3}
-    s2 = Sim2RealSchedule(_spec(), _spec(), synthetic_iterations=2, real_budget=12)
+    s2 = Sim2RealSchedule(_factory(), _factory(), synthetic_iterations=2, real_budget=12)
     s2.load_state_dict(state)
     assert s2.next_phase(2).name == "real" and s2.next_phase(2).max_transitions == 8
 
 
 def test_synthetic_schedule_counts_no_real():
-    s = SyntheticSchedule(_spec(), iterations=1)
+    s = SyntheticSchedule(_factory(), iterations=1)
     p = s.next_phase(8)
     s.record(p, 30)
     assert s.next_phase(8) is None and s.real_transitions == 0 and s.synthetic_transitions == 30
     with pytest.raises(ValueError, match="budget"):
-        RealSchedule(_spec())
+        RealSchedule(_factory())
 
 
 def test_missing_experience_model_names_the_command(tmp_path):
     with pytest.raises(FileNotFoundError, match="webshop_experience_sft.yaml"):
-        SyntheticEnvSpec(checkpoint=str(tmp_path / "nope")).build()
+        SyntheticEnvFactory(checkpoint=str(tmp_path / "nope")).build()
 
 
 def test_task_variance():

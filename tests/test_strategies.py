@@ -332,7 +332,7 @@ def _rl_overrides(tmp_path: Path) -> Path:
             "collector": {"init_args": {"max_new_tokens": 4, "max_prompt_tokens": 128, "constrained": False}},
             "optimizer": {"init_args": {"lr": 1.0e-3}},
             "tasks_per_batch": 2, "group_size": 2, "minibatches": 2, "save_dir": None,
-            "entropy_coef": 0.01,  # a gradient even when a fresh policy earns no reward (zero GRPO advantages)
+            "loss": {"class_path": "dreamgym.rl.objective.ClipPPOLoss", "init_args": {"entropy_coef": 0.01}},  # a gradient even when a fresh policy earns no reward (zero GRPO advantages)
         }},
         "data": {"init_args": {"eval_tasks": 4}},
     }  # fmt: skip

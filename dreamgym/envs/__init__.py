@@ -10,10 +10,12 @@ import importlib
 from typing import Any
 
 from dreamgym.envs.base import TextEnvBase
+from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.envs.registry import make_env, register_env, registered_envs
 
 __all__ = [
-    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "make_env", "register_env", "registered_envs",
+    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "EnvFactory", "SyntheticEnvFactory",
+    "make_env", "register_env", "registered_envs",
 ]  # fmt: skip
 
 _LAZY = {

@@ -4,6 +4,7 @@ PPO and GRPO share one core (:class:`models.policy_rl.PolicyRL`); they differ on
 estimator (``"gae"`` vs ``"grpo"``) and PPO's critic.
 """
 
+from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.rl.advantages import (
     ADVANTAGE_ESTIMATORS,
     AdvantageEstimator,
@@ -16,7 +17,6 @@ from dreamgym.rl.advantages import (
 )
 from dreamgym.rl.collector import Collection, RolloutCollector
 from dreamgym.rl.critic import Critic, LMCritic, ValueHead
-from dreamgym.rl.env_specs import EnvSpec, SyntheticEnvSpec
 from dreamgym.rl.rollout import RolloutBatch, Turn, build_rollout_batch
 from dreamgym.rl.schedules import Phase, RealSchedule, Schedule, Sim2RealSchedule, SyntheticSchedule
 
@@ -34,8 +34,8 @@ __all__ = [
     "Critic",
     "LMCritic",
     "ValueHead",
-    "EnvSpec",
-    "SyntheticEnvSpec",
+    "EnvFactory",
+    "SyntheticEnvFactory",
     "RolloutBatch",
     "Turn",
     "build_rollout_batch",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dreamgym.rl.env_specs import EnvSpec
+from dreamgym.envs.factory import EnvFactory
 
 __all__ = ["Schedule", "RealSchedule", "SyntheticSchedule", "Sim2RealSchedule", "Phase"]
 
@@ -36,7 +36,7 @@ class Phase:
 
 
 class Schedule:
-    """Base class: holds env specs (built lazily), counters and the iteration number."""
+    """Base class: holds env factories (built lazily), counters and the iteration number."""
 
     def __init__(self) -> None:
         self.real_transitions = 0
@@ -45,11 +45,11 @@ class Schedule:
         self._envs: dict[str, Any] = {}
 
     # -- subclass API
-    def _plan(self, episodes: int) -> tuple[str, EnvSpec] | None:
+    def _plan(self, episodes: int) -> tuple[str, EnvFactory] | None:
         raise NotImplementedError
 
-    def env_specs(self) -> dict[str, EnvSpec]:
-        """Phase name -> env spec."""
+    def env_factories(self) -> dict[str, EnvFactory]:
+        """Phase name -> env factory."""
         raise NotImplementedError
 
     # -- public API
@@ -58,14 +58,14 @@ class Schedule:
         return None
 
     def check(self) -> None:
-        """Check every env spec can be built (e.g. the experience model exists); raise naming the fix."""
-        for spec in self.env_specs().values():
-            spec.check()
+        """Check every env factory can build its env (e.g. the experience model exists); raise naming the fix."""
+        for factory in self.env_factories().values():
+            factory.check()
 
     def env(self, phase: str):
         """The (cached) env of ``phase``."""
         if phase not in self._envs:
-            self._envs[phase] = self.env_specs()[phase].build()
+            self._envs[phase] = self.env_factories()[phase].build()
         return self._envs[phase]
 
     def built_envs(self) -> dict[str, Any]:
@@ -113,9 +113,9 @@ class Schedule:
         budget = self._budget()
         return None if budget is None else budget - self.real_transitions
 
-    def _real_fits(self, spec: EnvSpec, episodes: int) -> bool:
+    def _real_fits(self, factory: EnvFactory, episodes: int) -> bool:
         remaining = self._remaining_real()
-        return remaining is None or episodes * spec.max_steps <= remaining
+        return remaining is None or episodes * factory.max_steps <= remaining
 
 
 class RealSchedule(Schedule):
@@ -127,14 +127,14 @@ class RealSchedule(Schedule):
         iterations: RL iterations (``None``: until the budget is used).
     """
 
-    def __init__(self, env: EnvSpec, budget: int | None = None, iterations: int | None = None):
+    def __init__(self, env: EnvFactory, budget: int | None = None, iterations: int | None = None):
         super().__init__()
         if budget is None and iterations is None:
             raise ValueError("RealSchedule needs `budget` (real transitions) or `iterations`; both are None")
-        self.spec, self.budget, self.iterations = env, budget, iterations
+        self.env_factory, self.budget, self.iterations = env, budget, iterations
 
-    def env_specs(self) -> dict[str, EnvSpec]:
-        return {"real": self.spec}
+    def env_factories(self) -> dict[str, EnvFactory]:
+        return {"real": self.env_factory}
 
     def _budget(self) -> int | None:
         return self.budget
@@ -145,29 +145,29 @@ class RealSchedule(Schedule):
     def _plan(self, episodes: int):
         if self.iterations is not None and self.iteration >= self.iterations:
             return None
-        return ("real", self.spec) if self._real_fits(self.spec, episodes) else None
+        return ("real", self.env_factory) if self._real_fits(self.env_factory, episodes) else None
 
 
 class SyntheticSchedule(Schedule):
     """RL in the synthetic env only (DreamGym): zero real transitions.
 
     Args:
-        env: the synthetic env (usually a :class:`~dreamgym.rl.env_specs.SyntheticEnvSpec`).
+        env: the synthetic env (usually a :class:`~dreamgym.envs.factory.SyntheticEnvFactory`).
         iterations: RL iterations.
     """
 
-    def __init__(self, env: EnvSpec, iterations: int = 100):
+    def __init__(self, env: EnvFactory, iterations: int = 100):
         super().__init__()
-        self.spec, self.iterations = env, iterations
+        self.env_factory, self.iterations = env, iterations
 
-    def env_specs(self) -> dict[str, EnvSpec]:
-        return {"synthetic": self.spec}
+    def env_factories(self) -> dict[str, EnvFactory]:
+        return {"synthetic": self.env_factory}
 
     def planned_iterations(self) -> int | None:
         return self.iterations
 
     def _plan(self, episodes: int):
-        return None if self.iteration >= self.iterations else ("synthetic", self.spec)
+        return None if self.iteration >= self.iterations else ("synthetic", self.env_factory)
 
 
 class Sim2RealSchedule(Schedule):
@@ -183,22 +183,22 @@ class Sim2RealSchedule(Schedule):
 
     def __init__(
         self,
-        synthetic_env: EnvSpec,
-        real_env: EnvSpec,
+        synthetic_env: EnvFactory,
+        real_env: EnvFactory,
         synthetic_iterations: int = 50,
         real_budget: int = 5000,
         real_iterations: int | None = None,
     ):
         super().__init__()
-        self.synthetic_spec, self.real_spec = synthetic_env, real_env
+        self.synthetic_factory, self.real_factory = synthetic_env, real_env
         self.synthetic_iterations, self.real_budget, self.real_iterations = (
             synthetic_iterations,
             real_budget,
             real_iterations,
         )
 
-    def env_specs(self) -> dict[str, EnvSpec]:
-        return {"synthetic": self.synthetic_spec, "real": self.real_spec}
+    def env_factories(self) -> dict[str, EnvFactory]:
+        return {"synthetic": self.synthetic_factory, "real": self.real_factory}
 
     def _budget(self) -> int | None:
         return self.real_budget
@@ -213,8 +213,8 @@ class Sim2RealSchedule(Schedule):
 
     def _plan(self, episodes: int):
         if self.phase_name == "synthetic":
-            return "synthetic", self.synthetic_spec
+            return "synthetic", self.synthetic_factory
         done_real = self.iteration - self.synthetic_iterations
         if self.real_iterations is not None and done_real >= self.real_iterations:
             return None
-        return ("real", self.real_spec) if self._real_fits(self.real_spec, episodes) else None
+        return ("real", self.real_factory) if self._real_fits(self.real_factory, episodes) else None

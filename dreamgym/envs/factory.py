@@ -1,5 +1,5 @@
 """Lazily built envs for configs: an env is a ``torch.nn.Module`` (TorchRL ``EnvBase``) and the synthetic
-env holds the frozen experience model, so trainers receive *specs* and build the env themselves, outside
+env holds the frozen experience model, so trainers receive *factories* and build the env themselves, outside
 their own module tree (never as a submodule, never in the optimizer or a DeepSpeed engine).
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["EnvSpec", "SyntheticEnvSpec"]
+__all__ = ["EnvFactory", "SyntheticEnvFactory"]
 
 
-class EnvSpec:
+class EnvFactory:
     """A registered env (:func:`dreamgym.envs.registry.make_env`), built on demand.
 
     Args:
@@ -35,7 +35,7 @@ class EnvSpec:
         kwargs: dict[str, Any] | None = None,
     ):
         if batch_size < 1:
-            raise ValueError(f"EnvSpec.batch_size must be >= 1, got {batch_size}")
+            raise ValueError(f"EnvFactory.batch_size must be >= 1, got {batch_size}")
         self.name, self.split, self.batch_size = name, split, batch_size
         self.max_steps, self.seed, self.kwargs = max_steps, seed, dict(kwargs or {})
 
@@ -59,7 +59,7 @@ class EnvSpec:
         return f"{type(self).__name__}({self.name!r}, split={self.split!r}, batch_size={self.batch_size})"
 
 
-class SyntheticEnvSpec(EnvSpec):
+class SyntheticEnvFactory(EnvFactory):
     """The DreamGym synthetic env: an exported experience model acting as the env of ``real_env``.
 
     Args:
@@ -92,7 +92,7 @@ class SyntheticEnvSpec(EnvSpec):
     def check(self) -> None:
         if not os.path.isdir(self.checkpoint):
             raise FileNotFoundError(
-                f"SyntheticEnvSpec.checkpoint={self.checkpoint!r} does not exist: train and export the "
+                f"SyntheticEnvFactory.checkpoint={self.checkpoint!r} does not exist: train and export the "
                 "experience model first with `python -m dreamgym fit --config configs/webshop_experience_sft.yaml` "
                 "(or run the whole chain: `python -m dreamgym pipeline --config configs/pipeline_webshop.yaml`)"
             )
@@ -102,7 +102,7 @@ class SyntheticEnvSpec(EnvSpec):
         clash = sorted(set(self.kwargs) & {"path", "real_env", "batch_size", "max_steps", "seed"})
         if clash:
             raise ValueError(
-                f"SyntheticEnvSpec.kwargs sets {clash}, which the spec sets itself; give them as SyntheticEnvSpec "
+                f"SyntheticEnvFactory.kwargs sets {clash}, which the factory sets itself; give them as SyntheticEnvFactory "
                 "arguments (`batch_size` there is the number of env slots, which is also the generation batch)"
             )
         from dreamgym.envs.synthetic import SyntheticEnv
