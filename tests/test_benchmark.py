@@ -65,7 +65,12 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
         Arm("dreamgym_grpo", "y.yaml"),
         Arm("ppo", "z.yaml", seeds=[0]),
     ]
-    cfg = _suite(tmp_path, arms=arms, seeds=[0, 1], document=str(doc), values={"iterations": 8})
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results:toy:start -->\nstale\n<!-- results:toy:end -->\nrest\n")
+    arms[1].paper = "65.0 (80K real)"
+    cfg = _suite(
+        tmp_path, arms=arms, seeds=[0, 1], document=str(doc), values={"iterations": 8}, summary=str(readme)
+    )
     runs = {"warm_start/s0": _rec("warm_start", 0, "0100"), "real_grpo/s0": _rec("real_grpo", 0, "0110", online=800),
             "real_grpo/s1": _rec("real_grpo", 1, "0100", online=700, fit=50.0),
             "dreamgym_grpo/s0": _rec("dreamgym_grpo", 0, "1100", fit=500.0)}  # fmt: skip
@@ -82,6 +87,10 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
         and "old" not in body
     )
     assert body.endswith("<!-- benchmark:toy:end -->\ntail\n") and "](rep/suite_toy_success.png)" in body
+    summary = readme.read_text()  # the README's short table: every arm, ours in %, the paper's figure
+    assert summary.startswith("intro\n<!-- results:toy:start -->\n| arm |") and "stale" not in summary
+    assert "| real_grpo | 37.5 +- 17.7 (2) | 750 +- 71 | 0.500 | 65.0 (80K real) |" in summary
+    assert "| ppo | not run yet | | |  |" in summary and summary.endswith("<!-- results:toy:end -->\nrest\n")
     assert (tmp_path / "rep" / "suite_toy_success.png").stat().st_size > 0
     assert (tmp_path / "rep" / "suite_toy_curves.png").stat().st_size > 0
 

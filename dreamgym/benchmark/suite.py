@@ -79,6 +79,8 @@ class Arm:
         experience: the name of an :class:`ExperienceVariant` to simulate with (None: the shared one).
         seeds: the seeds it runs (None: the suite's ``seeds``).
         description: one line for the report.
+        paper: the paper's figure for this arm (e.g. ``"63.9 (0 real)"``, Llama-3.1-8B success %), shown
+            next to ours in the summary; "" when the paper has none.
     """
 
     name: str
@@ -87,6 +89,7 @@ class Arm:
     experience: str | None = None
     seeds: list[int] | None = None
     description: str = ""
+    paper: str = ""
 
 
 class SuiteConfig:
@@ -107,6 +110,8 @@ class SuiteConfig:
         live_step_seconds: real-step latencies (seconds) the cost model projects wall-clock at.
         document: the markdown document whose section between the suite's markers
             (``<!-- benchmark:NAME:start -->`` ... ``end``) the report replaces (None: none).
+        summary: the document (the README) whose section between ``<!-- results:NAME:start -->`` ...
+            ``end`` gets the short table of every arm next to the paper's figure (None: none).
     """
 
     def __init__(
@@ -124,6 +129,7 @@ class SuiteConfig:
         live_step_seconds: list[float] | None = None,
         document: str | None = "BENCHMARKS.md",
         pipeline_args: list[str] | None = None,
+        summary: str | None = None,
     ):
         self.name, self.pipeline, self.pipeline_args = name, pipeline, list(pipeline_args or [])
         self.out_dir, self.results, self.report = Path(out_dir), Path(results), Path(report)
@@ -134,6 +140,7 @@ class SuiteConfig:
         self.variants = {v.name: v for v in experience_variants or []}
         self.live_step_seconds = list(live_step_seconds or [0.5, 2.0, 10.0])
         self.document = Path(document) if document else None
+        self.summary = Path(summary) if summary else None
         names = [a.name for a in self.arms]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
