@@ -67,9 +67,9 @@ class PipelineConfig:
         env: registered env name.
         train_expert: expert episodes on train tasks (offline data).
         train_random: random-policy episodes on train tasks.
-        train_non_oracle: episodes of the visible-text heuristic (:class:`dreamgym.agents.VisibleTextAgent`)
+        train_non_oracle: episodes of the visible-text heuristic (:class:`dreamgym.envs.webshop.agents.VisibleTextAgent`)
             on train tasks: purchases of a non-oracle shopper, about half of them failures.
-        train_near_miss: episodes of :class:`dreamgym.agents.NearMissAgent` on train tasks: purchases
+        train_near_miss: episodes of :class:`dreamgym.envs.webshop.agents.NearMissAgent` on train tasks: purchases
             with one deliberate mistake (wrong option, over the cap, too early, a look-alike).
         test_expert: expert episodes on test tasks (validation losses only, never trained on).
         seed: collection seed.

@@ -5,18 +5,10 @@ from collections import Counter
 import pytest
 from tensordict import TensorDict
 
-from dreamgym.agents import (
-    NEAR_MISS_MODES,
-    NearMissAgent,
-    RandomAgent,
-    VisibleTextAgent,
-    WebShopExpert,
-    agent_names,
-    make_agent,
-    make_expert,
-)
+from dreamgym.agents import RandomAgent, agent_names, make_agent, make_expert
 from dreamgym.collect import collect_trajectories, main
 from dreamgym.envs import WebShopEnv
+from dreamgym.envs.webshop.agents import NEAR_MISS_MODES, NearMissAgent, VisibleTextAgent, WebShopExpert
 from dreamgym.schema import read_trajectories
 
 
