@@ -7,13 +7,9 @@ Each training step is one RL iteration:
    batched) into a :class:`~dreamgym.rl.rollout.RolloutBatch` (one sample per turn);
 3. old/reference log-probs and (PPO) critic values are computed; the injected advantage estimator
    fills advantages ("grpo": group-normalised outcome reward; "gae": turn-level GAE on the critic);
-4. ``ppo_epochs`` x ``minibatches`` optimizer steps on the injected objective
-   (:class:`~dreamgym.rl.objective.ClipPPOLoss`:
-   ``clipped_surrogate + kl_coef * KL_k3(pi || pi_ref) - entropy_coef * H + value_coef * value_loss``,
-   value loss only with a critic), with manual optimisation and gradient clipping. A minibatch is
-   run in micro-batches of ``micro_batch_size`` turns whose gradients are accumulated with weights
-   ``tokens_micro / tokens_minibatch`` (``turns_micro / turns_minibatch`` for the value loss), so the
-   step equals the one on the whole minibatch while peak memory stays bounded by the micro-batch.
+4. ``ppo_epochs`` x ``minibatches`` optimizer steps in gradient-accumulated micro-batches
+   (:func:`~dreamgym.rl.update.minibatch_updates`) on the injected objective
+   (:class:`~dreamgym.rl.objective.ClipPPOLoss`), with manual optimisation and gradient clipping.
 
 PPO and GRPO differ only in the estimator and the critic. The reference policy and any env (the
 synthetic env holds the frozen experience model) are kept out of the module tree (``object.__setattr__``
@@ -55,6 +51,8 @@ from dreamgym.rl.losses import token_log_probs
 from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
+from dreamgym.rl.scoring import score_rollout
+from dreamgym.rl.update import minibatch_updates
 from dreamgym.strategies import check_rl_strategy
 
 __all__ = ["PolicyRL"]
@@ -281,30 +279,10 @@ class PolicyRL(L.LightningModule):
     def _pad_id(self) -> int:
         return pad_id(self.tokenizer)
 
-    @torch.no_grad()
     def _score(self, rollout: RolloutBatch) -> None:
-        """Fill old/reference log-probs and (with a critic) old values, in chunks, without grad."""
-        was = self.model.training
-        self.model.eval()
-        for s in range(0, rollout.batch_size[0], self.score_batch_size):
-            mb, rows = rollout[s : s + self.score_batch_size], slice(s, s + self.score_batch_size)
-            out, start = forward_from_first_target(
-                self.model, mb.input_ids, mb.attention_mask, mb.action_mask,
-                output_hidden_states=self.critic is not None and self.critic.shares_backbone,
-            )  # fmt: skip
-            ids, allowed, act = mb.input_ids[:, start:], mb.allowed_ids[:, start:], mb.action_mask[:, start:]
-            rollout.old_log_probs[rows] = 0.0
-            rollout.old_log_probs[rows, start:] = token_log_probs(out.logits, ids, allowed) * act
-            if self.loss.needs_reference:
-                ref = self.ref_logits(mb.input_ids, mb.attention_mask, mb.action_mask)
-                rollout.ref_log_probs[rows] = 0.0
-                rollout.ref_log_probs[rows, start:] = token_log_probs(ref, ids, allowed) * act
-            if self.critic is not None:
-                hidden = out.hidden_states[-1] if self.critic.shares_backbone else None
-                rollout.old_values[s : s + self.score_batch_size] = self.critic.values(
-                    mb.input_ids, mb.attention_mask, mb.action_mask, hidden
-                )
-        self.model.train(was)
+        """Old/reference log-probs and (with a critic) old values (:func:`~dreamgym.rl.scoring.score_rollout`)."""
+        ref = self.ref_logits if self.loss.needs_reference else None
+        score_rollout(rollout, self.model, ref, self.critic, self.score_batch_size)
 
     def policy_loss(
         self, mb: RolloutBatch, token_weight: float = 1.0, turn_weight: float = 1.0
@@ -330,37 +308,20 @@ class PolicyRL(L.LightningModule):
         )  # fmt: skip
 
     def _optimize(self, rollout: RolloutBatch) -> dict[str, float]:
+        """``ppo_epochs`` x ``minibatches`` optimizer steps (:func:`~dreamgym.rl.update.minibatch_updates`)
+        through Lightning's strategy-aware backward and gradient clipping."""
         opt = self.optimizers()
-        n = rollout.batch_size[0]
-        sums: dict[str, float] = {}
-        steps = 0
-        for _ in range(self.ppo_epochs):
-            perm = torch.randperm(n, device=rollout.device)
-            for idx in torch.tensor_split(perm, self.minibatches):
-                mb = rollout[idx] if idx.numel() else rollout[perm[:1]]
-                tokens = float(mb.action_mask.sum().clamp_min(1))
-                opt.zero_grad()
-                step_parts: dict[str, float] = {}
-                for s in range(0, mb.batch_size[0], self.micro_batch_size):
-                    micro = mb[s : s + self.micro_batch_size]
-                    w_tok = float(micro.action_mask.sum()) / tokens
-                    w_turn = micro.batch_size[0] / mb.batch_size[0]
-                    parts = self.policy_loss(micro, w_tok, w_turn)
-                    self.manual_backward(parts["loss"])
-                    for k, v in parts.items():  # minibatch value of each part: weighted sum
-                        w = w_turn if k == "loss_value" else w_tok
-                        step_parts[k] = step_parts.get(k, 0.0) + (1.0 if k == "loss" else w) * float(
-                            v.detach()
-                        )
-                if self.max_grad_norm > 0:
-                    self.clip_gradients(
-                        opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm"
-                    )
-                opt.step()
-                for k, v in step_parts.items():
-                    sums[k] = sums.get(k, 0.0) + v
-                steps += 1
-        out = {f"train/{k}": v / steps for k, v in sums.items()}
+
+        def step() -> None:
+            if self.max_grad_norm > 0:
+                self.clip_gradients(opt, gradient_clip_val=self.max_grad_norm, gradient_clip_algorithm="norm")
+            opt.step()
+
+        parts = minibatch_updates(
+            rollout, self.policy_loss, opt.zero_grad, self.manual_backward, step,
+            self.ppo_epochs, self.minibatches, self.micro_batch_size,
+        )  # fmt: skip
+        out = {f"train/{k}": v for k, v in parts.items()}
         out["train/advantage_abs_mean"] = float(rollout.advantages.abs().mean())
         return out
 
