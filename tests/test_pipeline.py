@@ -5,7 +5,8 @@ import json
 import pytest
 from tiny_pipeline import pipeline_argv
 
-from dreamgym.pipeline import _evaluation, parse_pipeline_config, run_pipeline
+from dreamgym.pipeline import parse_pipeline_config, run_pipeline
+from dreamgym.summary import held_out_comparison
 
 
 def _argv(out):
@@ -46,7 +47,7 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     # episodes recorded with other settings are refused, not silently reported
     eps = {p: out / f"{p}_test_episodes.jsonl" for p in ("policy_sft", "policy_rl")}
     with pytest.raises(RuntimeError, match="eval_tasks=3"):
-        _evaluation(eps, 3)
+        held_out_comparison(eps, 3)
     assert report["peak_rss_mb"] > 0 and json.loads((out / "pipeline_report.json").read_text())["eval"]
     assert "held-out REAL test tasks" in capsys.readouterr().out
     # a rerun skips every stage (outputs exist)
