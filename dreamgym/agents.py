@@ -9,7 +9,8 @@ Policies by name (the ``policy`` of collected trajectories, see :func:`make_agen
 - ``expert``: the env's oracle (:func:`make_expert`, registered per env with :func:`register_expert`);
 - ``random``: :class:`RandomAgent`, any env;
 - ``non_oracle`` (WebShop): :class:`VisibleTextAgent`, a heuristic that reads only the visible text;
-- ``near_miss`` (WebShop): :class:`NearMissAgent`, the oracle committing one deliberate mistake.
+- ``near_miss`` (WebShop): :class:`NearMissAgent`, the oracle committing one deliberate mistake;
+- web: ``random`` and ``near_miss`` of :mod:`dreamgym.envs.web.experts` (its expert reads only the state).
 
 Other envs add policies with :func:`register_agent`.
 """
@@ -467,6 +468,7 @@ def _webshop_expert(env: Any = None, **kwargs: Any) -> Agent:
 
 register_expert("webshop", _webshop_expert)
 register_expert("alfworld", "dreamgym.envs.alfworld.expert:make_alfworld_expert")
+register_expert("web", "dreamgym.envs.web.experts:make_web_expert")
 
 
 _AGENTS: dict[tuple[str | None, str], str | Callable[..., Agent]] = {}
@@ -528,3 +530,5 @@ def _near_miss_agent(env: Any = None, **kwargs: Any) -> Agent:
 register_agent(None, "random", _random_agent)
 register_agent("webshop", "non_oracle", _visible_text_agent)
 register_agent("webshop", "near_miss", _near_miss_agent)
+register_agent("web", "random", "dreamgym.envs.web.experts:make_web_random")
+register_agent("web", "near_miss", "dreamgym.envs.web.experts:make_web_near_miss")

@@ -13,13 +13,14 @@ from dreamgym.envs.base import TextEnvBase
 from dreamgym.envs.registry import make_env, register_env, registered_envs
 
 __all__ = [
-    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "make_env", "register_env", "registered_envs",
+    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "WebEnv", "make_env", "register_env", "registered_envs",
 ]  # fmt: skip
 
 _LAZY = {
     "WebShopEnv": "dreamgym.envs.webshop.env",
     "ALFWorldEnv": "dreamgym.envs.alfworld.env",
     "SyntheticEnv": "dreamgym.envs.synthetic",
+    "WebEnv": "dreamgym.envs.web.env",
 }
 """Lazily exported env classes: name -> module. Other envs add one line here."""
 

@@ -42,8 +42,9 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
-ACTION_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
-"""A listed action with a free argument, e.g. ``search[<query>]`` (group 1: the action name)."""
+ACTION_TEMPLATE = re.compile(r"^(\w+(?:\[[^\[\]<>]*\])*)\[<[^>]*>\]$")
+"""A listed action with a free last argument, e.g. ``search[<query>]`` or ``type[4][<text>]`` (group 1:
+what comes before it, ``search`` or ``type[4]``)."""
 
 __all__ = [
     "ACTION_TEMPLATE",
