@@ -1,7 +1,8 @@
 """Collect real trajectories from any registered env: expert, random and other named policies.
 
 Each episode is played by one policy of :func:`dreamgym.agents.make_agent` (``expert``, ``random``,
-and for WebShop ``non_oracle`` and ``near_miss``); its name is the trajectory's ``policy``.
+for WebShop ``non_oracle`` and ``near_miss``, for web ``near_miss``); its name is the trajectory's
+``policy``. The env is closed at the end (a web env quits its browsers).
 
 The agents run in the batched TorchRL env (``env.reset`` / ``env.step`` with partial resets and
 steps); every step becomes a :class:`dreamgym.schema.Transition` with its available actions, the
@@ -140,6 +141,7 @@ def collect_trajectories(
     try:
         _run(env, env_name, split, seed, plan, rationale, writer, bar, done_trajs)
     finally:
+        env.close()  # a browser-backed env (web) quits its browsers here
         if writer is not None:
             writer.close()
         if bar is not None:
@@ -298,13 +300,19 @@ def collect_policy_trajectories(
     from dreamgym.progress import CountProgress
 
     shown = CountProgress(f"{Path(policy_dir).name} on {env_name}/{split}", len(task_indices))
-    episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy, progress=shown).episodes
+    try:
+        episodes = collector.collect(env, model, tok, list(task_indices), greedy=greedy, progress=shown).episodes
+    finally:
+        env.close()
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if teacher:
         replay = make_env(env_name, split=split, batch_size=1, max_steps=max_steps, **(env_kwargs or {}))
         rationale = get_teacher(env_name, **(teacher_kwargs or {}))
-        for e, traj in zip(episodes, trajs, strict=True):
-            annotate_with_teacher(replay, rationale, traj, e.task_index)
+        try:
+            for e, traj in zip(episodes, trajs, strict=True):
+                annotate_with_teacher(replay, rationale, traj, e.task_index)
+        finally:
+            replay.close()
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(str(out) + ".tmp")
@@ -326,7 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-expert", type=int, default=200, help="expert episodes")
     ap.add_argument("--n-random", type=int, default=100, help="random-policy episodes")
     ap.add_argument("--n-non-oracle", type=int, default=0, help="visible-text heuristic episodes (WebShop)")
-    ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss oracle episodes (WebShop)")
+    ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss episodes (WebShop, web)")
     ap.add_argument("--out", required=True, help="JSONL file to write the trajectories to")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--append", action="store_true", help="add to an existing --out file")

@@ -108,6 +108,7 @@ class SyntheticEnv(TextEnvBase):
     """
 
     env_name = "synthetic"
+    is_real = False
 
     def __init__(
         self,
