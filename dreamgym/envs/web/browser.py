@@ -11,7 +11,8 @@ Per page, ``core.EPISODE_MAX_TIME`` is raised to an hour, so MiniWoB's 10 s time
 episode and its time-decayed reward is not used: the outcome is ``WOB_RAW_REWARD_GLOBAL > 0``.
 
 Network rule: Chromium starts with ``--proxy-server=127.0.0.1:9`` (nothing listens there) and
-``--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost``, so every request to a non-loopback
+``--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1`` (host names and IP
+literals alike resolve to nothing, except loopback), so every request to a non-loopback
 address fails; the task pages are ``file://`` URLs and need no network.
 """
 
@@ -25,7 +26,7 @@ __all__ = ["Browser", "BrowserMissing", "NETWORK_RULE", "find_binaries", "miniwo
 
 NETWORK_RULE = (
     "--proxy-server=127.0.0.1:9",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
 )
 """Chromium flags that keep the browser on loopback (see module docstring)."""
 
