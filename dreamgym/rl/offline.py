@@ -20,7 +20,7 @@ from typing import Any
 
 import lightning as L
 
-from dreamgym.envs.guard import enter_evaluation, exit_evaluation, forbid_real_steps
+from dreamgym.envs.guard import enter_evaluation, exit_evaluation, forbid_real_steps, guard_active
 
 __all__ = ["OfflineOnly", "check_offline_module"]
 
@@ -56,6 +56,8 @@ class OfflineOnly(L.Callback):
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         check_offline_module(pl_module)
+        if guard_active():  # a second OfflineOnly in the callback list: the first one owns the guard
+            return
         self._guard = forbid_real_steps(f"{type(self).__name__} on {type(pl_module).__name__}")
         self._guard.__enter__()
 
