@@ -207,3 +207,31 @@ def _non_loopback_ips() -> list[str]:
     except OSError:
         pass
     return sorted(ip for ip in ips if not ip.startswith("127."))
+
+
+# ------------------------------------------------------------------------------------ import path
+def test_import_recorded_web_episodes(tmp_path):
+    import json
+
+    from dreamgym.envs.web.importer import import_web_trajectories
+    from dreamgym.schema import TrajectoryFileError, read_trajectories
+
+    rec = {
+        "task_id": "webarena/7", "instruction": 'Click on the "Home" link.', "success": True,
+        "steps": [{"state": "[3] StaticText 'Welcome'\n[4] link 'Home'", "action": "click[4]"}],
+    }  # fmt: skip
+    src = tmp_path / "recorded.jsonl"
+    src.write_text(json.dumps(rec) + "\n")
+    out = tmp_path / "offline.jsonl"
+    (traj,) = import_web_trajectories(src, out, split="train", policy="human")
+    tr = traj.transitions[0]
+    assert tr.state == "[3] text: Welcome\n[4] link: Home" and tr.available_actions == ["click[4]"]
+    assert tr.reward == 1.0 and tr.done and tr.success and not tr.invalid and tr.reasoning
+    assert traj.env == "web" and traj.source == "offline" and traj.policy == "human"
+    again = tmp_path / "again.jsonl"  # a schema trajectory passes through unchanged
+    again.write_text(json.dumps(traj.to_dict()) + "\n")
+    import_web_trajectories(again, tmp_path / "copy.jsonl")
+    assert list(read_trajectories(tmp_path / "copy.jsonl")) == list(read_trajectories(out))
+    src.write_text(json.dumps({**rec, "success": "yes"}) + "\n")
+    with pytest.raises(TrajectoryFileError, match=r"recorded.jsonl:1: field 'success' must be bool, got str 'yes'"):
+        import_web_trajectories(src, tmp_path / "bad.jsonl")
