@@ -71,7 +71,13 @@ def real_timing(seeds: int) -> dict:
             t0 = time.perf_counter()
             td = env.reset(TensorDict({"task_index": torch.tensor([[i]])}, batch_size=[1]))
             dt = time.perf_counter() - t0
-            key = "first_start" if last_type is None else "reset_same_page" if task.task_type == last_type else "reset_new_page"
+            key = (
+                "first_start"
+                if last_type is None
+                else "reset_same_page"
+                if task.task_type == last_type
+                else "reset_new_page"
+            )
             times[key].append(dt)
             last_type = task.task_type
             agent = make_agent("expert", "web", env, seed=i)

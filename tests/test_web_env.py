@@ -174,7 +174,10 @@ def test_browser_reaches_loopback_only():
     try:
         browser.driver.get(f"http://127.0.0.1:{port}/")
         assert "hello from the test server" in browser.driver.page_source
-        targets = [f"http://{ip}:{port}/" for ip in _non_loopback_ips()] + ["http://example.com/", "http://1.1.1.1/"]
+        targets = [f"http://{ip}:{port}/" for ip in _non_loopback_ips()] + [
+            "http://example.com/",
+            "http://1.1.1.1/",
+        ]
         for url in targets:
             try:
                 browser.driver.get(url)
@@ -233,5 +236,7 @@ def test_import_recorded_web_episodes(tmp_path):
     import_web_trajectories(again, tmp_path / "copy.jsonl")
     assert list(read_trajectories(tmp_path / "copy.jsonl")) == list(read_trajectories(out))
     src.write_text(json.dumps({**rec, "success": "yes"}) + "\n")
-    with pytest.raises(TrajectoryFileError, match=r"recorded.jsonl:1: field 'success' must be bool, got str 'yes'"):
+    with pytest.raises(
+        TrajectoryFileError, match=r"recorded.jsonl:1: field 'success' must be bool, got str 'yes'"
+    ):
         import_web_trajectories(src, tmp_path / "bad.jsonl")

@@ -101,14 +101,20 @@ def test_web_offline_regime_end_to_end(tmp_path, monkeypatch):
 
     guarded = []
     real_forbid = offline.forbid_real_steps
-    monkeypatch.setattr(offline, "forbid_real_steps", lambda reason: guarded.append(reason) or real_forbid(reason))
+    monkeypatch.setattr(
+        offline, "forbid_real_steps", lambda reason: guarded.append(reason) or real_forbid(reason)
+    )
     out = tmp_path / "web"
     argv = ["--config", "configs/pipeline_web.yaml", *pipeline_argv(out), "--onpolicy_tasks=0",
             "--train_non_oracle=0", "--eval_batch_size=2", "--max_steps=4"]  # fmt: skip
     report = run_pipeline(parse_pipeline_config(argv))
     assert guarded, "the RL stage ran without the OfflineOnly guard"
     train = list(read_trajectories(out / "offline_train.jsonl"))
-    assert {t.env for t in train} == {"web"} and {t.policy for t in train} == {"expert", "random", "near_miss"}
+    assert {t.env for t in train} == {"web"} and {t.policy for t in train} == {
+        "expert",
+        "random",
+        "near_miss",
+    }
     assert all(tr.reasoning for t in train for tr in t.transitions)
     assert not (out / "policy_rollouts_train.jsonl").exists()  # no on-policy real episodes
     for name in ("experience_model", "policy_sft", "policy_rl", "eval.json"):

@@ -69,7 +69,9 @@ class OfflineOnly(L.Callback):
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._release()
 
-    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+    def on_exception(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException
+    ) -> None:
         self._release()
 
     def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -59,12 +59,25 @@ class WebTeacher(Teacher):
         el = next((e for e in parse_state(t.state) if e.ref == ref), None)
         role = el.role if el else "element"
         if verb == "click":
-            label = f" '{_short(el.text)}'" if el is not None and el.text and el.role not in ("textbox", "password") else ""
-            named = f" Checks: its text named in the instruction: {_named(el.text, t.instruction)}." if label else ""
+            label = (
+                f" '{_short(el.text)}'"
+                if el is not None and el.text and el.role not in ("textbox", "password")
+                else ""
+            )
+            named = (
+                f" Checks: its text named in the instruction: {_named(el.text, t.instruction)}."
+                if label
+                else ""
+            )
             return f"Clicking [{ref}] ({role}{label}).{named}"
-        what = f"Typing '{_short(arg or '')}' into [{ref}] ({role})" if verb == "type" else (
-            f"Choosing '{_short(arg or '')}' in [{ref}] (select)")
-        return f"{what}. Checks: '{_short(arg or '')}' named in the instruction: {_named(arg, t.instruction)}."
+        what = (
+            f"Typing '{_short(arg or '')}' into [{ref}] ({role})"
+            if verb == "type"
+            else (f"Choosing '{_short(arg or '')}' in [{ref}] (select)")
+        )
+        return (
+            f"{what}. Checks: '{_short(arg or '')}' named in the instruction: {_named(arg, t.instruction)}."
+        )
 
     @staticmethod
     def _outcome(t: Transition) -> str:
@@ -72,7 +85,9 @@ class WebTeacher(Teacher):
             ok = "success" in t.next_state
             return (f"The task then checks the page and ends the episode; it reports "
                     f"{'success, so the reward is 1' if ok else 'failure, so the reward is 0'}.")  # fmt: skip
-        return f"{_diff(parse_state(t.state), parse_state(t.next_state))} The episode goes on; the reward is 0."
+        return (
+            f"{_diff(parse_state(t.state), parse_state(t.next_state))} The episode goes on; the reward is 0."
+        )
 
 
 def _diff(before: list[Element], after: list[Element]) -> str:
@@ -89,5 +104,7 @@ def _diff(before: list[Element], after: list[Element]) -> str:
         more = f" and {len(appeared) - 3} more" if len(appeared) > 3 else ""
         parts.append(f"{len(appeared)} element(s) appear: {shown}{more}.")
     if gone:
-        parts.append(f"{len(gone)} element(s) are no longer shown ({', '.join(f'[{e.ref}]' for e in gone[:4])}).")
+        parts.append(
+            f"{len(gone)} element(s) are no longer shown ({', '.join(f'[{e.ref}]' for e in gone[:4])})."
+        )
     return " ".join(parts) or "The page does not change."

@@ -86,7 +86,9 @@ class WebEnv(TextEnvBase):
         seeds = {"train": train_seeds, "val": val_seeds, "test": test_seeds}
         if split not in seeds:
             raise ValueError(f"WebEnv.split={split!r} is not a web split; use 'train', 'val' or 'test'")
-        self.tasks: dict[str, list[WebTask]] = {s: suite_tasks(s, n, types, held_out) for s, n in seeds.items()}
+        self.tasks: dict[str, list[WebTask]] = {
+            s: suite_tasks(s, n, types, held_out) for s, n in seeds.items()
+        }
         find_binaries()  # fail now, naming the apt packages, rather than at the first reset
         self.html_dir = miniwob_html_dir()
         super().__init__(batch_size=batch_size, max_steps=max_steps, split=split, seed=seed)
@@ -170,7 +172,9 @@ class WebEnv(TextEnvBase):
             return TextStep(ended_state(success), [], reward=float(success), score=float(success),
                             terminated=True, success=success, info=info)  # fmt: skip
         self._elements[slot] = [Element(**e) for e in browser.elements()]
-        return TextStep(render_state(self._elements[slot]), available_actions(self._elements[slot]), info=info)
+        return TextStep(
+            render_state(self._elements[slot]), available_actions(self._elements[slot]), info=info
+        )
 
     def _base_info(self, slot: int) -> dict[str, Any]:
         task = self._task[slot]

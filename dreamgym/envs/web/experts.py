@@ -294,7 +294,9 @@ class WebExpert(Agent):
         found = solver_for(str(obs.instruction))
         action = found[0].solve(found[1], parse_state(str(obs.observation)), self.notes) if found else None
         if action is None:
-            actions = [a for a in obs.available_actions if a.startswith("click[")] or list(obs.available_actions)
+            actions = [a for a in obs.available_actions if a.startswith("click[")] or list(
+                obs.available_actions
+            )
             action = actions[0] if actions else "click[1]"
         return action
 
@@ -340,7 +342,9 @@ class WebNearMissAgent(WebExpert):
             text = parsed[2] or "x"
             return f"type[{parsed[1]}][{text[:-1] if len(text) > 1 else text + text}]"
         verb = action.split("[", 1)[0]
-        others = [a for a in obs.available_actions if a.startswith(verb + "[") and a != action and "<" not in a]
+        others = [
+            a for a in obs.available_actions if a.startswith(verb + "[") and a != action and "<" not in a
+        ]
         return self.rng.choice(others) if others else action
 
 

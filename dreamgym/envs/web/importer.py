@@ -32,7 +32,13 @@ from dreamgym.schema import SPLITS, Trajectory, TrajectoryFileError, Transition,
 __all__ = ["import_web_trajectories", "from_step_record", "normalize_state", "main"]
 
 _WEBARENA_LINE = re.compile(r"^\s*\[(\d+)\]\s+(\w+)\s+'(.*)'(.*)$")
-_ROLES = {"StaticText": "text", "combobox": "select", "searchbox": "textbox", "menuitem": "link", "tab": "link"}
+_ROLES = {
+    "StaticText": "text",
+    "combobox": "select",
+    "searchbox": "textbox",
+    "menuitem": "link",
+    "tab": "link",
+}
 
 
 def normalize_state(state: str) -> str:
@@ -49,7 +55,9 @@ def normalize_state(state: str) -> str:
 
 def _need(rec: dict, key: str, types: tuple[type, ...], where: str) -> Any:
     if key not in rec:
-        raise TrajectoryFileError(f"{where}: missing field '{key}' (see docs/web.md, 'Importing trajectories')")
+        raise TrajectoryFileError(
+            f"{where}: missing field '{key}' (see docs/web.md, 'Importing trajectories')"
+        )
     v = rec[key]
     if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
         want = " or ".join(t.__name__ for t in types)
@@ -110,7 +118,9 @@ def import_web_trajectories(
     """
     src = Path(src)
     if not src.is_file():
-        raise FileNotFoundError(f"--in {str(src)!r} does not exist; give a JSONL file of recorded web episodes")
+        raise FileNotFoundError(
+            f"--in {str(src)!r} does not exist; give a JSONL file of recorded web episodes"
+        )
     rationale = None
     if teacher:
         from dreamgym.teachers.base import get_teacher
@@ -140,7 +150,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m dreamgym import-web", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("--in", dest="src", required=True, help="JSONL of recorded web episodes")
-    ap.add_argument("--out", required=True, help="schema JSONL to append to (e.g. artifacts/web/offline_train.jsonl)")
+    ap.add_argument(
+        "--out", required=True, help="schema JSONL to append to (e.g. artifacts/web/offline_train.jsonl)"
+    )
     ap.add_argument("--split", default="train", choices=list(SPLITS), help="split of records without one")
     ap.add_argument("--policy", default="imported", help="policy name of records without one")
     ap.add_argument("--no-teacher", action="store_true", help="leave missing reasoning empty")
