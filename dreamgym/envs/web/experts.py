@@ -348,13 +348,11 @@ class WebNearMissAgent(WebExpert):
         return self.rng.choice(others) if others else action
 
 
-def make_web_expert(env: Any = None, **kwargs: Any) -> Agent:
-    return WebExpert(**kwargs)
+def _factory(cls: type[Agent]) -> Callable[..., Agent]:
+    """The ``(env, **kwargs) -> Agent`` factory the agent registries call (the web agents need no env)."""
+    return lambda env=None, **kwargs: cls(**kwargs)
 
 
-def make_web_random(env: Any = None, **kwargs: Any) -> Agent:
-    return WebRandomAgent(**kwargs)
-
-
-def make_web_near_miss(env: Any = None, **kwargs: Any) -> Agent:
-    return WebNearMissAgent(**kwargs)
+make_web_expert = _factory(WebExpert)
+make_web_random = _factory(WebRandomAgent)
+make_web_near_miss = _factory(WebNearMissAgent)
