@@ -320,25 +320,38 @@ class WebRandomAgent(Agent):
 
 
 class WebNearMissAgent(WebExpert):
-    """The expert, except that at one step of the episode (drawn from its first ``window`` steps) it takes
-    another action of the same kind: another listed click, the same field typed with a mangled text, or
-    another option. Most such episodes fail; some recover (a wrong tab opened first)."""
+    """The expert committing one deliberate mistake per episode, so that most of its episodes fail.
 
-    def __init__(self, window: int = 3, seed: int | None = None):
-        self.window = window
+    Before its mistake, each step is the mistake with probability ``miss_prob``: another listed action of
+    the same kind (another click or option), or the same field typed with a mangled text. A mangled
+    field stays mangled: where the expert would type into it again, the agent submits instead. Some
+    episodes still succeed (a wrong tab opened first, a wrong click that the task ignores).
+
+    Args:
+        miss_prob: chance per step, until the mistake is made, that this step is the mistake.
+        seed: seed of the episode's choices.
+    """
+
+    def __init__(self, miss_prob: float = 0.5, seed: int | None = None):
+        if not 0.0 < miss_prob <= 1.0:
+            raise ValueError(f"WebNearMissAgent.miss_prob={miss_prob}: give a probability in (0, 1]")
+        self.miss_prob = miss_prob
         super().__init__(seed)
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
-        self.steps, self.miss_at = 0, self.rng.randrange(self.window)
+        self.missed, self.mangled = False, set()
 
     def act(self, obs: Any, info: Any = None) -> str:
         action = super().act(obs, info)
-        self.steps += 1
-        if self.steps - 1 != self.miss_at:
-            return action
         parsed = parse_action(action)
+        if parsed is not None and parsed[0] == "type" and parsed[1] in self.mangled:
+            return _click(_submit(parse_state(str(obs.observation)))) or action
+        if self.missed or self.rng.random() >= self.miss_prob:
+            return action
+        self.missed = True
         if parsed is not None and parsed[0] == "type":
+            self.mangled.add(parsed[1])
             text = parsed[2] or "x"
             return f"type[{parsed[1]}][{text[:-1] if len(text) > 1 else text + text}]"
         verb = action.split("[", 1)[0]
