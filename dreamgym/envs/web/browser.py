@@ -37,9 +37,9 @@ _BINARIES = {
     "driver": ("DREAMGYM_CHROMEDRIVER", ("chromedriver",)),
 }
 _INSTALL = (
-    "install them with `apt-get install -y chromium chromium-driver` (Debian; Ubuntu: chromium-browser "
-    "chromium-chromedriver), or point DREAMGYM_CHROME_BINARY and DREAMGYM_CHROMEDRIVER at a Chromium "
-    "and its matching chromedriver"
+    "install Chromium and its driver with `apt-get install -y chromium chromium-driver` (Debian; Ubuntu: "
+    "chromium-browser chromium-chromedriver), or point DREAMGYM_CHROME_BINARY and DREAMGYM_CHROMEDRIVER "
+    "at a Chromium and its matching chromedriver"
 )
 
 
@@ -61,13 +61,13 @@ def find_binaries() -> tuple[str, str]:
     for key, (var, names) in _BINARIES.items():
         path = os.environ.get(var) or next((p for n in names if (p := shutil.which(n))), None)
         if path and not os.access(path, os.X_OK):
-            raise BrowserMissing(f"{var}={path!r} is not an executable file; {_INSTALL}")
+            raise BrowserMissing(f"{var}={path!r} is not an executable file; fix the variable or {_INSTALL}")
         found[key] = path
         if not path:
             missing.append(names[0])
     if missing:
         raise BrowserMissing(f"the web env needs a headless browser but {' and '.join(missing)} "
-                             f"{'is' if len(missing) == 1 else 'are'} not on PATH; {_INSTALL}")  # fmt: skip
+                             f"{'is' if len(missing) == 1 else 'are'} not on PATH: {_INSTALL}")  # fmt: skip
     return found["chrome"], found["driver"]
 
 

@@ -40,16 +40,17 @@ class WebEnv(TextEnvBase):
         reward_spec:      reward (B,1) float32   1.0 on the step the task reports success, else 0
         done_spec:        done / terminated (the task ended it) / truncated (step limit), each (B,1) bool
 
-    Example:
-        >>> env = WebEnv(batch_size=[1], split="train", task_types=("click-button",))
-        >>> env.queue_tasks([0])
-        >>> td = env.reset()
-        >>> td["instruction"]
-        'Click on the "no" button.'
-        >>> acts = iter(["click[1]", "click[3]", "click[5]"])
-        >>> ro = env.rollout(3, lambda td: td.set("action", [next(acts)]), auto_reset=False,
-        ...                  tensordict=td)  # doctest: +SKIP
-        >>> env.close()
+    Example (3 steps of ``rollout``; ``click[2]`` focuses the field, ``click[3]`` is the right button)::
+
+        env = WebEnv(batch_size=[1], split="train", task_types=("click-button",))
+        env.queue_tasks([0])
+        td = env.reset()           # td["instruction"]: 'Click on the "okay" button.'
+        # td["observation"]: '[1] text: pulvinar neque, lacinia:\n[2] textbox: ""\n[3] button: okay\n...'
+        acts = iter(["type[2][hi]", "click[2]", "click[3]"])
+        ro = env.rollout(3, lambda td: td.set("action", [next(acts)]), auto_reset=False, tensordict=td)
+        # ro[0, -1]["next", "reward"] == 1.0; ro[0, -1]["next", "observation"]:
+        # '[episode over] the task reports success'
+        env.close()
 
     Browsers start lazily (a slot's first reset) and quit with :meth:`close` (or when the env is
     garbage-collected / the interpreter exits).
