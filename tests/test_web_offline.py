@@ -125,3 +125,55 @@ def test_web_offline_regime_end_to_end(tmp_path, monkeypatch):
         assert 0.0 <= report["eval"][policy]["test/success_rate"] <= 1.0
     assert report["onpolicy_real_transitions"] == 0
     assert json.loads((out / "eval.json").read_text())["policy_rl"]
+
+
+@pytest.mark.slow
+def test_offline_only_in_a_real_fit(tmp_path):
+    """A PolicyRL fit under OfflineOnly: RL in a non-real env and held-out validation in the real one run;
+    a real step anywhere else during the fit (here a callback's) stops the fit with RealStepForbidden."""
+    import lightning as L
+    import torch
+    from rl_toy import LetterEnv, make_toy_tokenizer
+
+    from datamodules.rollouts import RolloutDataModule
+    from dreamgym.envs.registry import register_env
+    from dreamgym.modeling import LanguageModel
+    from dreamgym.rl.collector import RolloutCollector
+    from models.policy_rl import PolicyRL
+
+    class DreamLetters(LetterEnv):  # stands in for the synthetic env (not a real env)
+        is_real = False
+
+    class DreamSpec(EnvSpec):
+        is_real = False
+
+    register_env("dream_letters", DreamLetters)
+    policy = LanguageModel(
+        preset="tiny", tokenizer_path=make_toy_tokenizer(tmp_path / "tok"), max_positions=512
+    )
+
+    def fit(extra_callbacks):
+        module = PolicyRL(
+            policy=policy, schedule=SyntheticSchedule(DreamSpec("dream_letters", batch_size=4, max_steps=2), iterations=2),
+            eval_env=EnvSpec("letters", split="test", batch_size=2, max_steps=2), tasks_per_batch=2, group_size=2,
+            optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=128),
+        )  # fmt: skip
+        trainer = L.Trainer(
+            accelerator="cpu", devices=1, default_root_dir=str(tmp_path), logger=False, enable_checkpointing=False,
+            enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=1,
+            val_check_interval=1, check_val_every_n_epoch=None, max_steps=-1, callbacks=[OfflineOnly(), *extra_callbacks],
+        )  # fmt: skip
+        trainer.fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
+        return module, trainer
+
+    module, trainer = fit([])
+    assert module.schedule.iteration == 2 and "val/success_rate" in trainer.callback_metrics
+    assert not guard_active()
+
+    class RealPeek(L.Callback):  # e.g. a forgotten audit: a real train-split step during training
+        def on_train_batch_end(self, *args):
+            make_env("letters", batch_size=[1], split="train").reset()
+
+    with pytest.raises(RealStepForbidden, match="outside held-out evaluation"):
+        fit([RealPeek()])
+    assert not guard_active()
