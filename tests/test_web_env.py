@@ -96,8 +96,13 @@ def test_is_valid_action_follows_the_listed_actions():
 
 def test_missing_browser_names_the_apt_packages(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.delenv("DREAMGYM_CHROME_BINARY", raising=False)
-    monkeypatch.delenv("DREAMGYM_CHROMEDRIVER", raising=False)
+    for var in (
+        "DREAMGYM_CHROME_BINARY",
+        "DREAMGYM_CHROMEDRIVER",
+        "MINIWOB_CHROME_BINARY",
+        "MINIWOB_CHROMEDRIVER",
+    ):
+        monkeypatch.delenv(var, raising=False)
     with pytest.raises(BrowserMissing, match=r"apt-get install -y chromium chromium-driver"):
         find_binaries()
     monkeypatch.setenv("DREAMGYM_CHROME_BINARY", str(tmp_path / "nope"))

@@ -33,9 +33,14 @@ NETWORK_RULE = (
 _FLAGS = ("--headless=new", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage",
           "--disable-extensions", "--no-first-run", "--mute-audio", "--window-size=400,600")  # fmt: skip
 _BINARIES = {
-    "chrome": ("DREAMGYM_CHROME_BINARY", ("chromium", "chromium-browser", "google-chrome")),
-    "driver": ("DREAMGYM_CHROMEDRIVER", ("chromedriver",)),
+    "chrome": (
+        "DREAMGYM_CHROME_BINARY",
+        "MINIWOB_CHROME_BINARY",
+        ("chromium", "chromium-browser", "google-chrome"),
+    ),
+    "driver": ("DREAMGYM_CHROMEDRIVER", "MINIWOB_CHROMEDRIVER", ("chromedriver",)),
 }
+"""Binary -> (our variable, miniwob's variable, names looked up on PATH)."""
 _INSTALL = (
     "install Chromium and its driver with `apt-get install -y chromium chromium-driver` (Debian; Ubuntu: "
     "chromium-browser chromium-chromedriver), or point DREAMGYM_CHROME_BINARY and DREAMGYM_CHROMEDRIVER "
@@ -52,13 +57,15 @@ class BrowserMissing(ImportError, RuntimeError):
 
 
 def find_binaries() -> tuple[str, str]:
-    """Paths of Chromium and chromedriver (env variables first, then ``PATH``).
+    """Paths of Chromium and chromedriver: ``DREAMGYM_CHROME_BINARY`` / ``DREAMGYM_CHROMEDRIVER`` (or
+    miniwob's ``MINIWOB_CHROME_BINARY`` / ``MINIWOB_CHROMEDRIVER``), else the first found on ``PATH``.
 
     Raises:
         BrowserMissing: naming what is missing and the apt packages to install.
     """
     found, missing = {}, []
-    for key, (var, names) in _BINARIES.items():
+    for key, (var, miniwob_var, names) in _BINARIES.items():
+        var = var if os.environ.get(var) or not os.environ.get(miniwob_var) else miniwob_var
         path = os.environ.get(var) or next((p for n in names if (p := shutil.which(n))), None)
         if path and not os.access(path, os.X_OK):
             raise BrowserMissing(f"{var}={path!r} is not an executable file; fix the variable or {_INSTALL}")
