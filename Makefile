@@ -1,6 +1,7 @@
 # Two commands do everything: `make run` (the full DreamGym chain on the bundled defaults) and
 # `make test`. Each creates the virtual environment on first use; torch is pinned to 2.13.0 in
 # pyproject.toml, installed with pip in the same call as everything else so no CUDA build is pulled.
+# The web env's browser (chromium + chromium-driver) comes from apt when run as root (scripts/install_chromium.sh).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -14,7 +15,8 @@ export TOKENIZERS_PARALLELISM := false
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,alfworld]'
+	$(PY) -m pip install -q -e '.[dev,alfworld,web]'
+	scripts/install_chromium.sh
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -16,6 +16,7 @@ Policies by name (the ``policy`` of collected trajectories, see :func:`make_agen
 Env-specific agents live with their env (``dreamgym/envs/webshop/agents.py``,
 ``dreamgym/envs/alfworld/expert.py``) and are registered here by import string, so importing this
 module imports no env.
+- web: ``random`` and ``near_miss`` of :mod:`dreamgym.envs.web.experts` (its expert reads only the state).
 
 Other envs add policies with :func:`register_agent`.
 """
@@ -107,6 +108,7 @@ def make_expert(env_name: str, env: Any = None, **kwargs: Any) -> Agent:
 
 register_expert("webshop", "dreamgym.envs.webshop.agents:make_webshop_expert")
 register_expert("alfworld", "dreamgym.envs.alfworld.expert:make_alfworld_expert")
+register_expert("web", "dreamgym.envs.web.experts:make_web_expert")
 
 
 _AGENTS: dict[tuple[str | None, str], str | Callable[..., Agent]] = {}
@@ -160,3 +162,5 @@ def _random_agent(env: Any = None, **kwargs: Any) -> Agent:
 register_agent(None, "random", _random_agent)
 register_agent("webshop", "non_oracle", "dreamgym.envs.webshop.agents:make_visible_text_agent")
 register_agent("webshop", "near_miss", "dreamgym.envs.webshop.agents:make_near_miss_agent")
+register_agent("web", "random", "dreamgym.envs.web.experts:make_web_random")
+register_agent("web", "near_miss", "dreamgym.envs.web.experts:make_web_near_miss")

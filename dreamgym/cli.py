@@ -24,6 +24,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "pipeline": "dreamgym.pipeline:main",
     "benchmark": "dreamgym.benchmark.suite:main",
     "serve": "dreamgym.serve.server:main",
+    "import-web": "dreamgym.envs.web.importer:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
 
@@ -40,6 +41,7 @@ Other commands:
   pipeline   the whole DreamGym chain, resumable stage by stage (configs/pipeline_webshop.yaml)
   benchmark  DreamGym's arms side by side, resumable (configs/benchmark_webshop.yaml)
   serve      serve an env (webshop, alfworld, synthetic) over AgentGym's HTTP protocol
+  import-web turn web episodes recorded elsewhere into offline trajectories (docs/web.md)
 Errors in the input (a config key, a path, a value) print one `error:` line and exit with code 2;
 add --debug (or set DREAMGYM_DEBUG=1) for the traceback.
 """

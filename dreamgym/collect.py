@@ -1,7 +1,8 @@
 """Collect real trajectories from any registered env: expert, random and other named policies.
 
 Each episode is played by one policy of :func:`dreamgym.agents.make_agent` (``expert``, ``random``,
-and for WebShop ``non_oracle`` and ``near_miss``); its name is the trajectory's ``policy``.
+for WebShop ``non_oracle`` and ``near_miss``, for web ``near_miss``); its name is the trajectory's
+``policy``. The env is closed at the end (a web env quits its browsers).
 
 The agents are actors of the one episode loop (:func:`dreamgym.envs.episodes.run_episodes`, the loop
 policy evaluation and RL use too); every step becomes a :class:`dreamgym.schema.Transition` with its
@@ -159,6 +160,7 @@ def collect_trajectories(
             on_end=on_end,
         )  # fmt: skip
     finally:
+        env.close()  # a browser-backed env (web) quits its browsers here
         if writer is not None:
             writer.close()
         if bar is not None:
@@ -220,9 +222,12 @@ def collect_policy_trajectories(
     shown = CountProgress(f"{Path(policy_dir).name} on {env_name}/{split}", len(task_indices))
     rationale = get_teacher(env_name, **(teacher_kwargs or {})) if teacher else None
     on_step = _teacher_hook(env, rationale, env_name, split, "real")
-    episodes = collector.collect(
-        env, model, tok, list(task_indices), greedy=greedy, progress=shown, on_step=on_step
-    ).episodes
+    try:
+        episodes = collector.collect(
+            env, model, tok, list(task_indices), greedy=greedy, progress=shown, on_step=on_step
+        ).episodes
+    finally:
+        env.close()
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-expert", type=int, default=200, help="expert episodes")
     ap.add_argument("--n-random", type=int, default=100, help="random-policy episodes")
     ap.add_argument("--n-non-oracle", type=int, default=0, help="visible-text heuristic episodes (WebShop)")
-    ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss oracle episodes (WebShop)")
+    ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss episodes (WebShop, web)")
     ap.add_argument("--out", required=True, help="JSONL file to write the trajectories to")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--append", action="store_true", help="add to an existing --out file")

@@ -46,6 +46,7 @@ from pathlib import Path
 from dreamgym.summary import held_out_comparison, print_summary
 
 __all__ = [
+    "OFFLINE_ONLY_ARG",
     "PipelineConfig",
     "Prepared",
     "StageClock",
@@ -59,6 +60,10 @@ __all__ = [
     "run_pipeline",
     "main",
 ]
+
+
+OFFLINE_ONLY_ARG = "--trainer.callbacks+=dreamgym.rl.offline.OfflineOnly"
+"""The RL-stage override of ``offline_only`` (a second OfflineOnly from the config itself is harmless)."""
 
 
 class PipelineConfig:
@@ -89,7 +94,14 @@ class PipelineConfig:
         eval_tasks: held-out test-split tasks ``0..eval_tasks-1`` for the final evaluation.
         eval_batch_size: env slots for the final evaluation (and the on-policy collection).
         max_steps: the step limit of the pipeline's policy episodes (on-policy collection and the
-            evaluations; keep it equal to the RL config's env ``max_steps``: WebShop 15, ALFWorld 50).
+            evaluations; keep it equal to the RL config's env ``max_steps``: WebShop 15, ALFWorld 50,
+            web 10).
+        offline_only: the WebArena-Lite regime (``configs/pipeline_web.yaml``): the real env serves only
+            the held-out evaluation. Needs ``onpolicy_tasks: 0`` (no warm-start episodes on train tasks)
+            and runs the RL stage with :class:`dreamgym.rl.offline.OfflineOnly`, which refuses a real
+            schedule or an audit and makes any other real step during fit an error. The offline data
+            is ``out_dir/offline_train.jsonl``: recorded by the collect stage, or put there beforehand
+            (``python -m dreamgym import-web``), in which case collection is skipped.
     """
 
     def __init__(
@@ -114,7 +126,13 @@ class PipelineConfig:
         eval_tasks: int = 100,
         eval_batch_size: int = 20,
         max_steps: int = 15,
+        offline_only: bool = False,
     ):
+        if offline_only and onpolicy_tasks > 0:
+            raise ValueError(
+                f"offline_only=true with onpolicy_tasks={onpolicy_tasks}: the on-policy stage plays the warm "
+                "start in the real env on train tasks, which the offline-only regime forbids; set onpolicy_tasks: 0"
+            )
         self.out_dir, self.env, self.seed, self.vocab_size = Path(out_dir), env, seed, vocab_size
         self.train_expert, self.train_random, self.test_expert = train_expert, train_random, test_expert
         self.train_mix = {"non_oracle": train_non_oracle, "near_miss": train_near_miss}
@@ -126,6 +144,7 @@ class PipelineConfig:
             list(onpolicy_experience_args or []),
         )
         self.eval_tasks, self.eval_batch_size, self.max_steps = eval_tasks, eval_batch_size, max_steps
+        self.offline_only = offline_only
 
 
 def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
@@ -331,8 +350,9 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
             "fidelity_onpolicy", _fidelity, {"experience_model": exp, "experience_model_onpolicy": sim},
             episodes["policy_sft"], d / "fidelity_onpolicy.json",
         )  # fmt: skip
+    guard = [OFFLINE_ONLY_ARG] if cfg.offline_only else []  # last, so rl_args cannot drop it
     rl = stage(
-        "rl", fit_stage, cfg.rl_config, [*rl_paths(cfg.rl_config, sim, sft), *cfg.rl_args], d / "policy_rl",
+        "rl", fit_stage, cfg.rl_config, [*rl_paths(cfg.rl_config, sim, sft), *cfg.rl_args, *guard], d / "policy_rl",
         "model.init_args.save_dir",
     )  # fmt: skip
     stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])

@@ -14,7 +14,7 @@ from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.envs.registry import make_env, register_env, registered_envs
 
 __all__ = [
-    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "EnvFactory", "SyntheticEnvFactory",
+    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "WebEnv", "EnvFactory", "SyntheticEnvFactory",
     "make_env", "register_env", "registered_envs",
 ]  # fmt: skip
 
@@ -22,6 +22,7 @@ _LAZY = {
     "WebShopEnv": "dreamgym.envs.webshop.env",
     "ALFWorldEnv": "dreamgym.envs.alfworld.env",
     "SyntheticEnv": "dreamgym.envs.synthetic",
+    "WebEnv": "dreamgym.envs.web.env",
 }
 """Lazily exported env classes: name -> module. Other envs add one line here."""
 

@@ -42,8 +42,11 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
-ACTION_TEMPLATE = re.compile(r"^(\w+)\[<[^>]*>\]$")
-"""A listed action with a free argument, e.g. ``search[<query>]`` (group 1: the action name)."""
+from dreamgym.envs.guard import check_real_step
+
+ACTION_TEMPLATE = re.compile(r"^(\w+(?:\[[^\[\]<>]*\])*)\[<[^>]*>\]$")
+"""A listed action with a free last argument, e.g. ``search[<query>]`` or ``type[4][<text>]`` (group 1:
+what comes before it, ``search`` or ``type[4]``)."""
 
 __all__ = [
     "ACTION_TEMPLATE",
@@ -114,6 +117,8 @@ class TextEnvBase(EnvBase):
 
     env_name: str = "text"
     batch_locked = True
+    is_real: bool = True
+    """A real env (not the experience model): the offline-only guard (:mod:`dreamgym.envs.guard`) checks it."""
 
     def __init__(self, batch_size=(1,), max_steps: int = 15, split: str = "train", seed: int | None = 0):
         batch_size = torch.Size(batch_size if not isinstance(batch_size, int) else (batch_size,))
@@ -259,6 +264,8 @@ class TextEnvBase(EnvBase):
         return seed
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        if self.is_real:
+            check_real_step(self, "reset")
         n = self.batch_size[0]
         mask = np.ones(n, dtype=bool)
         requested = np.full(n, -1, dtype=np.int64)
@@ -282,6 +289,8 @@ class TextEnvBase(EnvBase):
         return td
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self.is_real:
+            check_real_step(self, "step")
         n = self.batch_size[0]
         actions = [str(a) for a in as_text_list(tensordict.get("action"))]
         if len(actions) != n:

@@ -41,6 +41,7 @@ def make_env(name: str, **kwargs: Any):
 # Built-in envs. Later modules join here, one line each.
 register_env("webshop", "dreamgym.envs.webshop.env:WebShopEnv")
 register_env("alfworld", "dreamgym.envs.alfworld.env:ALFWorldEnv")
+register_env("web", "dreamgym.envs.web.env:WebEnv")  # needs chromium + chromedriver (apt) and miniwob
 register_env("synthetic", "dreamgym.envs.synthetic:SyntheticEnv")
 register_env("agentgym_webshop", "dreamgym.serve.client:WebShopHTTPEnv")  # needs url= of a server
 register_env("agentgym_alfworld", "dreamgym.serve.client:ALFWorldHTTPEnv")

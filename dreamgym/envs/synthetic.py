@@ -55,6 +55,7 @@ __all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "REAL_ENV
 REAL_ENVS = {
     "webshop": "dreamgym.envs.webshop.env:WebShopEnv",
     "alfworld": "dreamgym.envs.alfworld.env:ALFWorldEnv",
+    "web": "dreamgym.envs.web.env:WebEnv",
 }
 """Imitated env name -> class (for ``infer_available_actions`` and ``max_steps``)."""
 
@@ -107,6 +108,7 @@ class SyntheticEnv(TextEnvBase):
     """
 
     env_name = "synthetic"
+    is_real = False
 
     def __init__(
         self,

@@ -42,3 +42,4 @@ def get_teacher(env_name: str, **kwargs: Any) -> Teacher:
 
 register_teacher("webshop", "dreamgym.teachers.webshop:WebShopTeacher")
 register_teacher("alfworld", "dreamgym.teachers.alfworld:ALFWorldTeacher")
+register_teacher("web", "dreamgym.teachers.web:WebTeacher")
