@@ -8,21 +8,35 @@ variations join a pool of generated tasks; otherwise the seeds themselves are re
 at most a share ``lam`` of its tasks from that pool (``lam`` caps the synthetic-task share); the rest
 are drawn uniformly from the env's original tasks.
 
-Hooks used when present (duck typing; the synthetic env :class:`dreamgym.envs.synthetic.SyntheticEnv`):
-    ``env.experience.vary_task(instructions) -> list[str | None]``: one variation per instruction
-    (``None`` when unusable), written by the experience model's backbone;
-    ``env.tasks`` (task records with ``task_id``/``instruction`` fields) and ``env.add_tasks(tasks)``.
-A variation copies its seed task record (same initial state and action types) with the new instruction.
+The curriculum talks to the env through a small task-pool protocol: :class:`TaskPool` (``num_tasks()``,
+every env) and, for variations, :class:`VariableTaskPool` (``vary_tasks(task_indices, n)``: add ``n``
+variations of each task to the pool, return their indices; the synthetic env
+:class:`dreamgym.envs.synthetic.SyntheticEnv` implements it with its experience model).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["task_variance", "RewardVarianceCurriculum"]
+__all__ = ["task_variance", "RewardVarianceCurriculum", "TaskPool", "VariableTaskPool"]
+
+
+@runtime_checkable
+class TaskPool(Protocol):
+    """What the curriculum samples from: an env's tasks, by index."""
+
+    def num_tasks(self) -> int: ...
+
+
+@runtime_checkable
+class VariableTaskPool(TaskPool, Protocol):
+    """A task pool that can write variations of its tasks (DreamGym's task generator)."""
+
+    def vary_tasks(self, task_indices: list[int], n: int) -> list[int]:
+        """Add up to ``n`` variations of each task to the pool; return the new tasks' indices."""
+        ...
 
 
 def task_variance(rewards: list[float]) -> float:
@@ -85,8 +99,8 @@ class RewardVarianceCurriculum:
         added = 0
         if seeds and self.lam > 0:
             new = [task_indices[i] for i in seeds]
-            if self.variations_per_seed > 0:
-                varied = _vary_tasks(env, new, self.variations_per_seed)
+            if self.variations_per_seed > 0 and isinstance(env, VariableTaskPool):
+                varied = env.vary_tasks(new, self.variations_per_seed)
                 if varied:
                     new, added = varied, len(varied)
             self.pool = (self.pool + [t for t in new if t not in self.pool])[-self.pool_size :]
@@ -104,27 +118,3 @@ class RewardVarianceCurriculum:
         self.pool = [int(t) for t in state["pool"]]
         self.base_tasks = state["base_tasks"]
         self.rng.bit_generator.state = state["rng"]
-
-
-def _vary_tasks(env: Any, seeds: list[int], n: int) -> list[int]:
-    """Ask the env's experience model for ``n`` variations of each seed task; add them; return indices."""
-    exp = getattr(env, "experience", None)
-    if (
-        exp is None
-        or not hasattr(exp, "vary_task")
-        or not hasattr(env, "add_tasks")
-        or not hasattr(env, "tasks")
-    ):
-        return []
-    records = [env.tasks[i] for i in seeds for _ in range(n)]
-    texts = exp.vary_task([r.instruction for r in records])
-    start = len(env.tasks)
-    new = [
-        dataclasses.replace(r, task_id=f"{r.task_id}-var{start + j}", instruction=t.strip())
-        for j, (r, t) in enumerate(zip(records, texts, strict=True))
-        if t and t.strip()
-    ]
-    if not new:
-        return []
-    env.add_tasks(new)
-    return list(range(start, start + len(new)))

@@ -69,21 +69,19 @@ class _Task:
     instruction: str
 
 
-class _Experience:
-    def vary_task(self, instructions):
-        return [f"{s} but blue" if i % 2 == 0 else None for i, s in enumerate(instructions)]
-
-
 class _VaryEnv:
+    """A VariableTaskPool: every other variation is unusable."""
+
     def __init__(self):
         self.tasks = [_Task(f"t{i}", f"task {i}") for i in range(10)]
-        self.experience = _Experience()
 
     def num_tasks(self):
         return len(self.tasks)
 
-    def add_tasks(self, tasks):
-        self.tasks.extend(tasks)
+    def vary_tasks(self, task_indices, n):
+        start, texts = len(self.tasks), [self.tasks[i].instruction for i in task_indices for _ in range(n)]
+        self.tasks += [_Task(f"v{k}", f"{s} but blue") for k, s in enumerate(texts) if k % 2 == 0]
+        return list(range(start, len(self.tasks)))
 
 
 def test_curriculum_seeds_variations_and_lambda_cap():

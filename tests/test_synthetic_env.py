@@ -170,3 +170,19 @@ def test_from_checkpoint_and_frozen_model(tmp_path):
     assert as_text_list(td["task_id"]) == ["t0", "t0"]
     with pytest.raises(FileNotFoundError, match="experience_format.json"):
         SyntheticEnv.from_checkpoint(tmp_path)
+
+
+def test_vary_tasks_adds_the_experience_models_variations_to_the_pool():
+    from dreamgym.curriculum import VariableTaskPool
+
+    class Varying(ScriptedExperience):
+        def vary_task(self, instructions, max_new_tokens=64):
+            return [f"{s} in blue" if i == 0 else "  " for i, s in enumerate(instructions)]
+
+    env = SyntheticEnv(Varying([]), [TASK], batch_size=[1])
+    assert isinstance(env, VariableTaskPool)
+    assert env.vary_tasks([0], 2) == [1]  # the blank second variation is dropped
+    new = env.tasks[1]
+    assert new.instruction == "i want a red shirt in blue" and new.task_id == "t0-var1"
+    assert (new.initial_state, new.available_actions) == (TASK.initial_state, TASK.available_actions)
+    assert env.num_tasks() == 2

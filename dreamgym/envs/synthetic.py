@@ -38,6 +38,7 @@ and testing convenience only (``make_env("synthetic")`` in the registry test), n
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from collections.abc import Sequence
@@ -210,6 +211,23 @@ class SyntheticEnv(TextEnvBase):
     def add_tasks(self, tasks: Sequence[SyntheticTask]) -> None:
         """Add (curriculum) tasks to the pool; they can be sampled by the next resets."""
         self.tasks.extend(tasks)
+
+    def vary_tasks(self, task_indices: list[int], n: int) -> list[int]:
+        """The curriculum's task generator (:class:`dreamgym.curriculum.VariableTaskPool`): ``n``
+        variations of each task's instruction written by the experience model
+        (:meth:`~dreamgym.modeling.experience.ExperienceModel.vary_task`), each a copy of its seed task
+        (same initial state and action types) with the new instruction; unusable ones are dropped.
+        Returns the indices of the added tasks."""
+        records = [self.tasks[i] for i in task_indices for _ in range(n)]
+        texts = self.experience.vary_task([r.instruction for r in records])
+        start = len(self.tasks)
+        new = [
+            dataclasses.replace(r, task_id=f"{r.task_id}-var{start + j}", instruction=t.strip())
+            for j, (r, t) in enumerate(zip(records, texts, strict=True))
+            if t and t.strip()
+        ]
+        self.add_tasks(new)
+        return list(range(start, start + len(new)))
 
     # ------------------------------------------------------------ TextEnvBase hooks
     def _num_tasks(self, split: str) -> int:
