@@ -140,7 +140,8 @@ def write_report(cfg, results: dict) -> Path:
         f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
         f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
         f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
-        f"{shared.get('onpolicy_train_transitions', '?')}. Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy.",
+        f"{shared.get('onpolicy_train_transitions', '?')}. Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
+        + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else ""),
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
         "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) |",

@@ -331,9 +331,12 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     }
 
 
-def _shared_record(pcfg, prep, meta: dict) -> dict:
+def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = None) -> dict:
     return {
         "pipeline_out_dir": str(pcfg.out_dir),
+        "pipeline_args": list(
+            pipeline_args or []
+        ),  # overrides of the pipeline config the shared stages ran with
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
@@ -353,7 +356,7 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
         stage = StageClock("benchmark")
         prep = prepare(pcfg, stage)
         meta = {k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"}  # at start
-        results["shared"] = _shared_record(pcfg, prep, meta)
+        results["shared"] = _shared_record(pcfg, prep, meta, cfg.pipeline_args)
         warm = _outcomes(prep.warm_episodes)
         for arm in cfg.arms:
             if only and arm.name not in only:
