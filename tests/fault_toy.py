@@ -37,8 +37,11 @@ class ScriptedExperience:
             out.append(ParsedOutcome(True, f"you said {q.action[:20]}", float(won), won, float(won)))
         return out
 
+    def vary_task(self, instructions, max_new_tokens: int = 64):
+        return [None] * len(instructions)  # writes no variations: the curriculum replays its seeds
 
-class ScriptedSyntheticSpec(EnvFactory):
+
+class ScriptedSyntheticFactory(EnvFactory):
     """A :class:`SyntheticEnv` over the letter tasks with :class:`ScriptedExperience` and write-back."""
 
     is_real = False

@@ -38,7 +38,7 @@ def _config(tmp: Path, tok: str) -> Path:
                            "init_args": {"preset": "tiny", "tokenizer_path": tok, "max_positions": 512}},
                 "schedule": {"class_path": "dreamgym.rl.schedules.SyntheticSchedule",
                              "init_args": {"iterations": ITERATIONS,
-                                           "env": {"class_path": "fault_toy.ScriptedSyntheticSpec"}}},
+                                           "env": {"class_path": "fault_toy.ScriptedSyntheticFactory"}}},
                 "eval_env": {"class_path": "dreamgym.envs.factory.EnvFactory",
                              "init_args": {"name": "letters", "split": "test", "batch_size": 2, "max_steps": 2}},
                 "collector": {"class_path": "dreamgym.rl.collector.RolloutCollector",

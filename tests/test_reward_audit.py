@@ -126,7 +126,7 @@ def test_audit_state_round_trips(real, trajs):
     assert a.pop("perf/audit_s") >= 0 and b.pop("perf/audit_s") >= 0 and a == b  # the same sample
 
 
-class _SyntheticSpec(EnvFactory):
+class _SyntheticFactory(EnvFactory):
     """A synthetic env with a stub experience model over the real train tasks of the offline data."""
 
     is_real = False
@@ -140,7 +140,7 @@ class _SyntheticSpec(EnvFactory):
 
 
 def test_fit_logs_the_audit_and_never_trains_on_it(tiny_lm, webshop_offline, tmp_path):
-    schedule = SyntheticSchedule(_SyntheticSpec(tasks_from_trajectories([webshop_offline])), iterations=2)
+    schedule = SyntheticSchedule(_SyntheticFactory(tasks_from_trajectories([webshop_offline])), iterations=2)
     module = PolicyRL(
         policy=tiny_lm, schedule=schedule, audit=RewardAudit(every=1, episodes=3),
         optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2, minibatches=1,

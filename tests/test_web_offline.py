@@ -144,7 +144,7 @@ def test_offline_only_in_a_real_fit(tmp_path):
     class DreamLetters(LetterEnv):  # stands in for the synthetic env (not a real env)
         is_real = False
 
-    class DreamSpec(EnvFactory):
+    class DreamFactory(EnvFactory):
         is_real = False
 
     register_env("dream_letters", DreamLetters)
@@ -154,7 +154,7 @@ def test_offline_only_in_a_real_fit(tmp_path):
 
     def fit(extra_callbacks):
         module = PolicyRL(
-            policy=policy, schedule=SyntheticSchedule(DreamSpec("dream_letters", batch_size=4, max_steps=2), iterations=2),
+            policy=policy, schedule=SyntheticSchedule(DreamFactory("dream_letters", batch_size=4, max_steps=2), iterations=2),
             eval_env=EnvFactory("letters", split="test", batch_size=2, max_steps=2), tasks_per_batch=2, group_size=2,
             optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), collector=RolloutCollector(max_new_tokens=4, max_prompt_tokens=128),
         )  # fmt: skip
