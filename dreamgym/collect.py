@@ -140,22 +140,22 @@ def collect_trajectories(
         tid = f"{env_name}-{split}-s{seed}-{policy}-{ep.episode_id:05d}"
         return ep.to_trajectory(env_name, split, "real", policy=policy, trajectory_id=tid)
 
-    ended: dict[int, Episode] = {}
+    ended: dict[int, Trajectory] = {}  # episode id -> its trajectory, built once
     written = 0
 
     def on_end(ep: Episode) -> None:  # write in plan order as soon as every earlier episode has ended
         nonlocal written
         agents.pop(ep.episode_id, None)
-        ended[ep.episode_id] = ep
+        ended[ep.episode_id] = trajectory(ep)
         while written in ended:
             if writer is not None:
-                writer.write(trajectory(ended[written]))
+                writer.write(ended[written])
             written += 1
         if bar is not None:
             bar.update(1)
 
     try:
-        episodes, _ = run_episodes(
+        run_episodes(
             env, act, [task for _, task in plan], on_step=_teacher_hook(env, rationale, env_name, split, "real"),
             on_end=on_end,
         )  # fmt: skip
@@ -165,7 +165,7 @@ def collect_trajectories(
             writer.close()
         if bar is not None:
             bar.close()
-    return sorted((trajectory(ep) for ep in episodes), key=lambda t: t.trajectory_id)
+    return sorted(ended.values(), key=lambda t: t.trajectory_id)
 
 
 def collect_policy_trajectories(
