@@ -3,13 +3,13 @@
 ``python -m dreamgym pipeline --config configs/pipeline_webshop.yaml`` (``make run``) runs, under
 ``out_dir`` (``artifacts/webshop``)::
 
-    1. collect   offline_train.jsonl (expert + random, train tasks), offline_test.jsonl (test tasks)
+    1. collect   offline_train.jsonl (scripted agents, train tasks), offline_test.jsonl (test tasks)
     2. tokenizer tokenizer/                      BPE on the train trajectories
     3. experience experience_model/              experience-model SFT      (configs/webshop_experience_sft.yaml)
     4. policy_sft policy_sft/                    behaviour-cloning warm start (configs/webshop_policy_sft.yaml)
     5. onpolicy  policy_rollouts_train.jsonl     the warm start's sampled episodes on TRAIN tasks (teacher
-                 experience_model_onpolicy/      reasoning by replay), then the experience model continued
-                                                 on offline + these episodes (skipped when onpolicy_tasks=0)
+                 experience_model_onpolicy/      reasoning from the step info), then the experience model
+                                                 continued on offline + these episodes (onpolicy_tasks > 0)
     6. evaluate  policy_sft_test_episodes.jsonl  the warm start's greedy episodes on REAL test tasks
                                                  0..eval_tasks-1 (the same collector as validation)
     7. fidelity  fidelity_onpolicy.json          both experience models on those episodes' final steps
@@ -22,9 +22,8 @@
 
 Why stage 5: expert data holds almost only successful purchases; the paper grounds the experience
 model in fresh interactions, here the warm start's own real episodes on train tasks (never test tasks),
-counted in the report. Measured (README): without it GRPO lowered held-out success (0.043 vs 0.088),
-with it GRPO kept it at or above the warm start (0.090-0.120); stage 7 shows that the model's purchase
-judgement itself is not yet fixed by it (success precision about 0.10 either way).
+counted in the report. Stage 7 measures whether that grounding fixed the model's purchase judgement
+(measured figures: BENCHMARKS.md).
 
 Each stage is skipped when its output exists (files are written under a temporary name and renamed,
 so a crash never leaves a half output that looks done). Stages 3, 4, 5 and 8 run through the same LightningCLI
@@ -36,26 +35,29 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import shutil
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dreamgym.stages import (
+    StageClock,
+    collect_stage,
+    count_transitions,
+    fidelity_stage,
+    fit_stage,
+    peak_rss_mb,
+    policy_episodes,
+    tokenizer_stage,
+)
 from dreamgym.summary import held_out_comparison, print_summary
 
 __all__ = [
     "OFFLINE_ONLY_ARG",
     "PipelineConfig",
     "Prepared",
-    "StageClock",
     "parse_pipeline_config",
     "prepare",
-    "fit_stage",
-    "policy_episodes",
     "rl_paths",
-    "count_transitions",
     "experience_args",
     "run_pipeline",
     "main",
@@ -158,122 +160,6 @@ def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
     return PipelineConfig(**{k: v for k, v in values.items() if k not in ("config", "__path__")})
 
 
-# ---------------------------------------------------------------------------------------------- stages
-def _collect(
-    cfg: PipelineConfig, split: str, n_expert: int, n_random: int, mix: dict[str, int] | None = None
-) -> Path:
-    out = cfg.out_dir / f"offline_{split}.jsonl"
-    if out.exists():
-        return out
-    from dreamgym.collect import collect_trajectories
-
-    tmp = out.with_suffix(".jsonl.tmp")
-    tmp.unlink(missing_ok=True)
-    collect_trajectories(
-        cfg.env, split=split, n_expert=n_expert, n_random=n_random, out=tmp, seed=cfg.seed, progress=True,
-        mix={k: v for k, v in (mix or {}).items() if v},
-    )  # fmt: skip
-    tmp.rename(out)
-    return out
-
-
-def _tokenizer(cfg: PipelineConfig, train: Path) -> Path:
-    out = cfg.out_dir / "tokenizer"
-    if out.exists():
-        return out
-    from dreamgym.modeling.tokenizer import corpus_from_trajectories, train_tokenizer
-
-    tmp = _fresh(out)
-    train_tokenizer(corpus_from_trajectories([train]), vocab_size=cfg.vocab_size).save_pretrained(tmp)
-    tmp.rename(out)
-    return out
-
-
-def fit_stage(config: str, args: list[str], out: Path, export_key: str) -> Path:
-    """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir)."""
-    if out.exists():
-        return out
-    from dreamgym.cli import main as cli_main
-
-    tmp = _fresh(out)
-    cli_main(["fit", "--config", config, *args, f"--{export_key}={tmp}"])
-    if not tmp.exists():
-        raise RuntimeError(f"stage with {config} finished without writing {tmp}; check its `{export_key}`")
-    tmp.rename(out)
-    return out
-
-
-def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
-    """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
-    reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation)."""
-    if out.exists():
-        return out
-    import torch
-
-    from dreamgym.collect import collect_policy_trajectories
-    from dreamgym.rl.collector import collector_from_config
-
-    torch.manual_seed(cfg.seed)
-    _, metrics = collect_policy_trajectories(
-        policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
-        greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size, out=out,
-        max_steps=cfg.max_steps,
-    )  # fmt: skip
-    print(f"[pipeline] {policy.name} on {tasks} {split} tasks: {metrics}", flush=True)
-    return out
-
-
-def _fidelity(experience_models: dict[str, Path], episodes: Path, out: Path) -> Path:
-    """Teacher-forced fidelity of each experience model on the final steps of ``episodes``."""
-    if out.exists():
-        return out
-    import torch
-
-    from dreamgym.fidelity import teacher_forced_eval
-    from dreamgym.modeling.experience import ExperienceModel
-    from dreamgym.schema import read_trajectories
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU when one is present
-
-    trajs = list(read_trajectories(episodes))
-    report = {
-        name: teacher_forced_eval(ExperienceModel.from_pretrained(path).to(device), trajs, done_only=True)
-        for name, path in experience_models.items()
-    }
-    for name, m in report.items():
-        print(
-            f"[pipeline] {name} on {int(m['n'])} final steps of {episodes.name}: success precision "
-            f"{m['success_precision']:.3f}, recall {m['success_recall']:.3f}",
-            flush=True,
-        )
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2))
-    tmp.rename(out)
-    return out
-
-
-def _fresh(out: Path) -> Path:
-    tmp = out.with_name(out.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    return tmp
-
-
-class StageClock:
-    """Runs named stages, printing their start and end and recording their wall time in :attr:`seconds`."""
-
-    def __init__(self, tag: str = "pipeline"):
-        self.tag, self.seconds = tag, {}
-
-    def __call__(self, name: str, fn, *args):
-        t0 = time.perf_counter()
-        print(f"[{self.tag}] stage {name} ...", flush=True)
-        out = fn(*args)
-        self.seconds[name] = round(time.perf_counter() - t0, 1)
-        print(f"[{self.tag}] stage {name} done in {self.seconds[name]} s -> {out}", flush=True)
-        return out
-
-
 @dataclass(frozen=True)
 class Prepared:
     """What the shared stages produce (paths under ``out_dir``).
@@ -306,9 +192,11 @@ def prepare(cfg: PipelineConfig, stage: StageClock) -> Prepared:
     held-out evaluation; each skipped when its output exists."""
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     d = cfg.out_dir
-    train = stage("collect_train", _collect, cfg, "train", cfg.train_expert, cfg.train_random, cfg.train_mix)
-    test = stage("collect_test", _collect, cfg, "test", cfg.test_expert, 0)
-    tok = stage("tokenizer", _tokenizer, cfg, train)
+    train = stage(
+        "collect_train", collect_stage, cfg, "train", cfg.train_expert, cfg.train_random, cfg.train_mix
+    )
+    test = stage("collect_test", collect_stage, cfg, "test", cfg.test_expert, 0)
+    tok = stage("tokenizer", tokenizer_stage, cfg, train)
     exp = stage(
         "experience_sft", fit_stage, cfg.experience_config,
         [*experience_args(tok, [train], test, None), *cfg.experience_args],
@@ -347,7 +235,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     episodes = {"policy_sft": p.warm_episodes, "policy_rl": d / "policy_rl_test_episodes.jsonl"}
     if cfg.onpolicy_tasks > 0:
         stage(
-            "fidelity_onpolicy", _fidelity, {"experience_model": exp, "experience_model_onpolicy": sim},
+            "fidelity_onpolicy", fidelity_stage, {"experience_model": exp, "experience_model_onpolicy": sim},
             episodes["policy_sft"], d / "fidelity_onpolicy.json",
         )  # fmt: skip
     guard = [OFFLINE_ONLY_ARG] if cfg.offline_only else []  # last, so rl_args cannot drop it
@@ -358,7 +246,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
     evals, comparison = held_out_comparison(episodes, cfg.eval_tasks)
     (d / "eval.json").write_text(json.dumps({**evals, "policy_rl_vs_policy_sft": comparison}, indent=2))
-    peak_mb = _peak_rss_mb()
+    peak_mb = peak_rss_mb()
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
     report = {
         "stage_seconds": times,
@@ -405,20 +293,6 @@ def rl_paths(rl_config: str | Path, exp: Path, sft: Path) -> list[str]:
         if key in sched and sched[key]["class_path"].endswith("SyntheticEnvFactory"):
             out.append(f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}")
     return out
-
-
-def count_transitions(path: Path) -> int:
-    from dreamgym.schema import read_trajectories
-
-    return sum(len(t.transitions) for t in read_trajectories(path)) if path.exists() else 0
-
-
-def _peak_rss_mb() -> float:
-    kb = max(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-    )
-    return round(kb / 1024, 1)
 
 
 def main(argv: list[str] | None = None) -> None:

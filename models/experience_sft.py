@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning as L
 import torch
-import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from dreamgym.fidelity import FidelityMeter
@@ -33,110 +32,30 @@ from dreamgym.modeling.experience import DECODINGS, save_experience_model
 from dreamgym.modeling.factory import LanguageModel
 from dreamgym.modeling.formats import ExperienceFormat, parse_target
 from dreamgym.modeling.forward import logits_from_first_target
-from dreamgym.modeling.generation import encode_prompt
+from dreamgym.modeling.sft import PROMPT, encode_examples, experience_sft_loss
 from dreamgym.modeling.structured import generate_outcomes
-from dreamgym.modeling.tokenizer import pad_id
 from dreamgym.optim import configure_optimization
+from dreamgym.retrieval import ReplayBuffer
 
-__all__ = ["ExperienceSFT", "experience_sft_loss", "encode_examples", "PROMPT", "REASONING", "OUTCOME"]
-
-PROMPT, REASONING, OUTCOME = 0, 1, 2
-"""Part ids of each token: prompt/padding (no loss), reasoning trace, outcome (next state, reward, EOS)."""
+__all__ = ["ExperienceSFT", "ExperienceSource"]
 
 
-def experience_sft_loss(
-    logits: torch.Tensor, input_ids: torch.Tensor, parts: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """Masked next-token loss, split by target part.
+@runtime_checkable
+class ExperienceSource(Protocol):
+    """What :class:`ExperienceSFT` takes from its data module."""
 
-    ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]`` for every position t >= 1;
-    ``loss_reasoning = mean_{parts_t = 1} CE_t`` (0 if there is none), ``loss_state = mean_{parts_t = 2} CE_t``,
-    ``loss = loss_reasoning + loss_state``. Prompt and padding tokens (part 0) carry no loss.
-
-    Args:
-        logits: (B, T, V) model outputs.
-        input_ids: (B, T) token ids.
-        parts: (B, T) long, the part of each token (0 prompt/pad, 1 reasoning, 2 outcome).
-
-    Returns:
-        dict with ``loss``, ``loss_reasoning``, ``loss_state`` (scalars) and ``n_reasoning``, ``n_state``
-        (token counts).
-    """
-    if logits.dim() != 3 or input_ids.shape != logits.shape[:2] or parts.shape != input_ids.shape:
-        raise ValueError(
-            f"experience_sft_loss expects logits (B,T,V), input_ids (B,T), parts (B,T); got "
-            f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(parts.shape)}"
-        )
-    ce = F.cross_entropy(
-        logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none"
-    )  # (B, T-1)
-    tgt = parts[:, 1:]
-    out: dict[str, torch.Tensor] = {}
-    total = ce.new_zeros(())
-    for name, part in (("reasoning", REASONING), ("state", OUTCOME)):
-        mask = (tgt == part).float()
-        n = mask.sum()
-        value = (ce * mask).sum() / n.clamp(min=1.0)
-        out[f"loss_{name}"], out[f"n_{name}"] = value, n
-        total = total + value
-    out["loss"] = total
-    return out
-
-
-def _prompt_pieces(tokenizer, prompt: str) -> tuple[list[int], list[int], list[int]]:
-    """``[BOS] + head``, ``refs`` and ``tail`` token ids of a prompt (:func:`build_prompt` layout): head is
-    the task and history lines, refs the retrieved neighbours, tail the ``<state>`` section onwards."""
-    cut_head = prompt.find("\n", prompt.find("<history>")) + 1 if "<history>" in prompt else 0
-    cut_tail = prompt.rfind("<state>\n")
-    cut_tail = cut_tail if cut_tail >= cut_head else cut_head
-    enc = lambda text: tokenizer.encode(text, add_special_tokens=False) if text else []  # noqa: E731
-    return encode_prompt(tokenizer, prompt[:cut_head]), enc(prompt[cut_head:cut_tail]), enc(prompt[cut_tail:])
-
-
-def encode_examples(tokenizer, examples: list[dict[str, Any]], max_length: int) -> dict[str, torch.Tensor]:
-    """Tokenize SFT examples into right-padded ``input_ids``, ``attention_mask``, ``parts`` (B, T).
-
-    A sequence longer than ``max_length`` first loses the retrieved neighbours' tokens (from their end),
-    then the current state's from its start; the task and history lines are always kept (they carry
-    what the reward is checked against), and the target is kept whole unless it alone leaves no room
-    (then its end is cut).
-    """
-    rows = []
-    for ex in examples:
-        head, refs, tail = _prompt_pieces(tokenizer, ex["prompt"])
-        reasoning = tokenizer.encode(ex["reasoning"], add_special_tokens=False) if ex["reasoning"] else []
-        outcome = tokenizer.encode(ex["outcome"], add_special_tokens=False) + [tokenizer.eos_token_id]
-        target = reasoning + outcome
-        parts_t = [REASONING] * len(reasoning) + [OUTCOME] * len(outcome)
-        over = len(head) + len(refs) + len(tail) + len(target) - max_length
-        if over > 0:
-            refs = refs[: max(0, len(refs) - over)]
-            over = len(head) + len(refs) + len(tail) + len(target) - max_length
-        if over > 0:
-            tail = tail[min(over, max(0, len(tail) - 1)) :]
-        prompt = head + refs + tail
-        if len(prompt) + len(target) > max_length:
-            prompt = prompt[: max(1, max_length - len(target))]
-            room = max_length - len(prompt)
-            target, parts_t = target[:room], parts_t[:room]
-        rows.append((prompt + target, [PROMPT] * len(prompt) + parts_t))
-    width = max(len(ids) for ids, _ in rows)
-    pad = pad_id(tokenizer)
-    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    parts = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (ids, pt) in enumerate(rows):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        mask[i, : len(ids)] = 1
-        parts[i, : len(ids)] = torch.tensor(pt)
-    return {"input_ids": input_ids, "attention_mask": mask, "parts": parts}
+    format: ExperienceFormat  # the prompt/target layout, exported with the model
+    buffer: ReplayBuffer | None  # the train transitions the exported model retrieves from
 
 
 class ExperienceSFT(L.LightningModule):
     """The experience model's SFT (see module docstring).
 
-    The prompt/target switches (``k``, ``history_window``, ``use_reasoning``) are given once, on the
-    data module; this module reads them from ``trainer.datamodule.format`` and exports them.
+    What it needs from its data is the :class:`ExperienceSource` protocol: the prompt/target layout
+    (``format``: ``k``, ``history_window``, ``use_reasoning``, given once, on the data module) and the
+    replay buffer the exported model retrieves from (``buffer``). :meth:`setup` takes both from the
+    trainer's data module (:class:`datamodules.trajectories.TrajectoryDataModule` implements it); without
+    a trainer, give ``format`` here and the buffer to :meth:`export`.
 
     Args:
         lm: which language model to build (preset + tokenizer, or a saved model path).
@@ -149,6 +68,8 @@ class ExperienceSFT(L.LightningModule):
         export_dir: where to save the HF model + tokenizer + format + buffer at the end of fit
             (default ``<log_dir>/hf``).
         decoding: how val/test generate (``"structured"`` or ``"free"``, see :class:`ExperienceModel`).
+        format: the prompt/target layout when there is no data module to take it from (default layout
+            when neither gives one); a data module whose format differs is refused.
     """
 
     def __init__(
@@ -161,6 +82,7 @@ class ExperienceSFT(L.LightningModule):
         generate_batches: int | None = None,
         export_dir: str | None = None,
         decoding: str = "structured",
+        format: ExperienceFormat | None = None,
     ):
         super().__init__()
         self.save_hyperparameters(ignore=["lm", "optimizer"])
@@ -173,6 +95,7 @@ class ExperienceSFT(L.LightningModule):
         self.decoding = decoding
         self.meters = {"val": FidelityMeter(), "test": FidelityMeter()}
         self.exported_to: Path | None = None
+        self._format, self.buffer = format, None
 
     def configure_optimizers(self):
         return configure_optimization(
@@ -181,9 +104,25 @@ class ExperienceSFT(L.LightningModule):
 
     @property
     def format(self) -> ExperienceFormat:
-        """The data module's prompt/target layout (default layout when there is no trainer/data)."""
-        dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        return getattr(dm, "format", None) or ExperienceFormat()
+        """The prompt/target layout: given, or the data module's (after :meth:`setup`), else the default."""
+        return self._format or ExperienceFormat()
+
+    def setup(self, stage: str) -> None:
+        """Take the layout and the replay buffer from the data module (set up before this hook runs)."""
+        dm = self.trainer.datamodule
+        if dm is None:
+            return
+        if not isinstance(dm, ExperienceSource):
+            raise TypeError(
+                f"ExperienceSFT needs a data module with `format` (ExperienceFormat) and `buffer` "
+                f"(ReplayBuffer | None), e.g. datamodules.trajectories.TrajectoryDataModule; got {type(dm).__name__}"
+            )
+        if self._format is not None and self._format != dm.format:
+            raise ValueError(
+                f"ExperienceSFT.format={self._format} differs from the data module's {dm.format}; "
+                "give the layout once, on the data module"
+            )
+        self._format, self.buffer = dm.format, dm.buffer
 
     def encode(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """The batch's tensors (:func:`encode_examples`) on the module's device."""
@@ -265,11 +204,9 @@ class ExperienceSFT(L.LightningModule):
         if self.trainer.is_global_zero:
             self.exported_to = self.export()
 
-    def export(self, path: str | None = None) -> Path:
-        """Save the model as an :class:`ExperienceModel` directory (HF model + tokenizer + format + buffer)."""
+    def export(self, path: str | None = None, buffer: ReplayBuffer | None = None) -> Path:
+        """Save the model as an :class:`ExperienceModel` directory (HF model + tokenizer + format + the
+        replay buffer: ``buffer``, else the data module's)."""
         log_dir = self.trainer.log_dir if self._trainer is not None else None
         target = Path(path or self.export_dir or Path(log_dir or ".") / "hf")
-        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        return save_experience_model(
-            target, self.model, self.tokenizer, self.format, getattr(dm, "buffer", None)
-        )
+        return save_experience_model(target, self.model, self.tokenizer, self.format, buffer or self.buffer)

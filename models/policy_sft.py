@@ -17,76 +17,16 @@ from __future__ import annotations
 
 import lightning as L
 import torch
-import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.policy_format import PolicyFormat
-from dreamgym.modeling.tokenizer import pad_id
+from dreamgym.modeling.sft import bc_loss, encode_bc_batch
 from dreamgym.optim import configure_optimization
 
-__all__ = ["PolicySFT", "encode_bc_batch", "bc_loss"]
-
-
-def encode_bc_batch(
-    codec: ChatCodec, examples: list[dict[str, str]], max_length: int
-) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``target_mask`` (B, T) for ``examples``;
-    ``target_mask`` is True exactly on the reply (assistant) tokens.
-
-    Over-long prompts keep the chat template's tokens and the user text's last tokens, so the target
-    always fits (a target longer than ``max_length`` minus the template and one prompt token is cut).
-    """
-    rows, masks = [], []
-    for ex in examples:
-        target = codec.reply_ids(ex["target"])[: max_length - codec.overhead - 1]
-        prompt = codec.prompt_ids(ex["prompt"], max_length - len(target))
-        rows.append(prompt + target)
-        masks.append([False] * len(prompt) + [True] * len(target))
-    width = max(len(r) for r in rows)
-    tok = codec.tokenizer
-    pad = pad_id(tok, codec.stop_ids[0])
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    attn = torch.zeros((len(rows), width), dtype=torch.long)
-    tgt = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, (r, m) in enumerate(zip(rows, masks, strict=True)):
-        ids[i, : len(r)] = torch.tensor(r)
-        attn[i, : len(r)] = 1
-        tgt[i, : len(r)] = torch.tensor(m)
-    return {"input_ids": ids, "attention_mask": attn, "target_mask": tgt}
-
-
-def bc_loss(
-    logits: torch.Tensor,
-    input_ids: torch.Tensor,
-    target_mask: torch.Tensor,
-    prompt_mask: torch.Tensor | None = None,
-    prompt_weight: float = 0.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Masked next-token loss and accuracy on target tokens.
-
-    ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]``;
-    ``loss = mean_{target_mask_t} CE_t + prompt_weight * mean_{prompt_mask_t} CE_t``
-    (the second term only with ``prompt_mask`` and ``prompt_weight > 0``).
-
-    Returns:
-        ``(loss, token_acc)`` scalars; ``token_acc`` is over target tokens only.
-    """
-    if logits.shape[:2] != input_ids.shape or target_mask.shape != input_ids.shape:
-        raise ValueError(
-            f"bc_loss expects logits (B,T,V), input_ids (B,T), target_mask (B,T); got "
-            f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(target_mask.shape)}"
-        )
-    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none")
-    m = target_mask[:, 1:].float()
-    loss = (ce * m).sum() / m.sum().clamp_min(1.0)
-    acc = ((logits[:, :-1].argmax(-1) == input_ids[:, 1:]).float() * m).sum() / m.sum().clamp_min(1.0)
-    if prompt_mask is not None and prompt_weight > 0:
-        pm = prompt_mask[:, 1:].float()
-        loss = loss + prompt_weight * (ce * pm).sum() / pm.sum().clamp_min(1.0)
-    return loss, acc
+__all__ = ["PolicySFT"]
 
 
 class PolicySFT(L.LightningModule):

@@ -212,11 +212,12 @@ def bench_sft(config: str, steps: int, overrides: list[str]) -> dict:
 
 
 def _mask_of(module, batch):
-    from models.experience_sft import ExperienceSFT, encode_examples
+    from dreamgym.modeling.sft import encode_examples
+    from models.experience_sft import ExperienceSFT
 
     if isinstance(module, ExperienceSFT):
         return encode_examples(module.tokenizer, batch, module.max_length)["attention_mask"]
-    from models.policy_sft import encode_bc_batch
+    from dreamgym.modeling.sft import encode_bc_batch
 
     return encode_bc_batch(module.codec, batch, module.max_length)["attention_mask"]
 

@@ -31,7 +31,7 @@ def _held_out_loss(em, examples: list[dict], batch_size: int) -> dict[str, float
     """Teacher-forced held-out ``loss_state`` / ``loss_reasoning`` (token means over all examples)."""
     import torch
 
-    from models.experience_sft import encode_examples, experience_sft_loss
+    from dreamgym.modeling.sft import encode_examples, experience_sft_loss
 
     sums = {"state": 0.0, "reasoning": 0.0}
     counts = {"state": 0.0, "reasoning": 0.0}

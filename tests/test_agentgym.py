@@ -10,8 +10,8 @@ import pytest
 from torchrl.envs.utils import check_env_specs
 
 from dreamgym.collect import collect_trajectories
-from dreamgym.envs.base import replay_actions
 from dreamgym.envs.registry import make_env
+from dreamgym.envs.replay import replay_actions
 from dreamgym.serve.client import ServerUnreachable, WebShopHTTPEnv
 from dreamgym.serve.protocol import alfworld_observation
 from dreamgym.serve.server import EnvPool, build_pool, create_app, serve_in_thread

@@ -10,8 +10,8 @@ from experience_toy import toy_trajectories, write_toy
 
 from datamodules.trajectories import TrajectoryDataModule
 from dreamgym.modeling import LanguageModel
+from dreamgym.modeling.sft import OUTCOME, PROMPT, REASONING, encode_examples, experience_sft_loss
 from dreamgym.modeling.tokenizer import train_tokenizer
-from models.experience_sft import OUTCOME, PROMPT, REASONING, encode_examples, experience_sft_loss
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "webshop_experience_sft.yaml"
 
@@ -273,3 +273,37 @@ def test_tokenizer_cli_saves_a_transformers_tokenizer(toy_data, tmp_path):
     assert len(tok) == 300 and tok.decode(tok.encode(text, add_special_tokens=False)) == text
     with pytest.raises(SystemExit):
         main(["tokenizer", "--data", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "t2")])
+
+
+def test_experience_sft_takes_format_and_buffer_through_its_protocol(toy_data, tmp_path):
+    import lightning as L
+
+    from dreamgym.modeling.formats import ExperienceFormat
+    from dreamgym.retrieval import HashingEncoder, ReplayBuffer
+    from dreamgym.schema import read_trajectories
+    from models.experience_sft import ExperienceSFT, ExperienceSource
+
+    lm = LanguageModel(preset="tiny", tokenizer_path=str(toy_data["tok"]))
+    dm = TrajectoryDataModule([str(toy_data["train"])], k=2, history_window=1)
+    assert isinstance(dm, ExperienceSource)
+
+    class NoLayout(L.LightningDataModule):  # a data module without `format` / `buffer`
+        def train_dataloader(self):
+            return [[]]
+
+    trainer = L.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    with pytest.raises(TypeError, match="format.*buffer"):
+        trainer.fit(ExperienceSFT(lm), datamodule=NoLayout())
+    clash = ExperienceSFT(lm, format=ExperienceFormat(k=3))
+    trainer = L.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    with pytest.raises(ValueError, match="differs from the data module"):
+        trainer.fit(clash, datamodule=dm)
+
+    # without a trainer: the layout given here, the buffer given to export
+    module = ExperienceSFT(lm, format=ExperienceFormat(k=2, history_window=1))
+    buffer = ReplayBuffer(HashingEncoder(dim=64))
+    buffer.add(t for traj in read_trajectories(toy_data["train"]) for t in traj.transitions)
+    out = module.export(str(tmp_path / "hf"), buffer=buffer)
+    saved = json.loads((out / "experience_format.json").read_text())
+    assert (saved["k"], saved["history_window"]) == (2, 1)
+    assert (out / "buffer" / "index.usearch").is_file()

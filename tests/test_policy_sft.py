@@ -7,8 +7,9 @@ import torch
 from datamodules.policy_sft import PolicySFTDataModule, bc_examples
 from dreamgym.modeling import LanguageModel, load_pretrained
 from dreamgym.modeling.policy_format import PolicyFormat
+from dreamgym.modeling.sft import bc_loss, encode_bc_batch
 from dreamgym.schema import read_trajectories
-from models.policy_sft import PolicySFT, bc_loss, encode_bc_batch
+from models.policy_sft import PolicySFT
 
 
 def test_examples_follow_expert_steps_with_history(webshop_offline):

@@ -6,8 +6,8 @@ import torch
 
 from dreamgym.collect import collect_policy_trajectories
 from dreamgym.envs import make_env
-from dreamgym.envs.base import replay_actions
 from dreamgym.envs.episodes import trajectory_metrics
+from dreamgym.envs.replay import replay_actions
 from dreamgym.rl.collector import RolloutCollector, collector_from_config
 from dreamgym.teachers.base import get_teacher
 

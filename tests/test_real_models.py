@@ -11,6 +11,7 @@ from dreamgym.envs.factory import EnvFactory
 from dreamgym.modeling import LanguageModel, load_tokenizer
 from dreamgym.modeling.chat import ChatCodec, stop_token_ids
 from dreamgym.modeling.factory import LoRA, export_model
+from dreamgym.modeling.sft import encode_bc_batch
 from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage, gae_advantages, grpo_advantages
 from dreamgym.rl.collector import RolloutCollector
 from dreamgym.rl.losses import (
@@ -25,7 +26,7 @@ from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import Turn, build_rollout_batch
 from dreamgym.rl.schedules import RealSchedule
 from models.policy_rl import PolicyRL
-from models.policy_sft import PolicySFT, encode_bc_batch
+from models.policy_sft import PolicySFT
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from datamodules.rollouts import RolloutDataModule
-from dreamgym.envs.base import replay_actions
 from dreamgym.envs.episodes import Episode
 from dreamgym.envs.factory import EnvFactory
 from dreamgym.envs.registry import make_env
+from dreamgym.envs.replay import replay_actions
 from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask, tasks_from_trajectories
 from dreamgym.modeling.formats import ParsedOutcome
 from dreamgym.rl.audit import RewardAudit, audit_episodes

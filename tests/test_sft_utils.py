@@ -3,7 +3,7 @@
 import torch
 
 from dreamgym.modeling.forward import first_target_position, logits_from_first_target, right_padded
-from models.experience_sft import experience_sft_loss
+from dreamgym.modeling.sft import experience_sft_loss
 
 
 def test_first_target_position():

@@ -140,7 +140,7 @@ def test_invalid_actions_are_no_ops(env):
 
 @needs_browser
 def test_episodes_replay_exactly(env):
-    from dreamgym.envs.base import replay_actions
+    from dreamgym.envs.replay import replay_actions
     from dreamgym.envs.web.env import WebEnv
 
     task = TYPES.index("click-tab-2")

@@ -27,16 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dreamgym.pipeline import (
-    StageClock,
-    count_transitions,
-    experience_args,
-    fit_stage,
-    parse_pipeline_config,
-    policy_episodes,
-    prepare,
-    rl_paths,
-)
+from dreamgym.pipeline import experience_args, parse_pipeline_config, prepare, rl_paths
+from dreamgym.stages import StageClock, count_transitions, fit_stage, policy_episodes
 
 __all__ = [
     "Arm",

@@ -26,8 +26,7 @@ hooks ``_num_tasks``, ``_start``, ``_act`` (or the batch hooks ``_start_slots`` 
 batched backend) and return :class:`TextObs` / :class:`TextStep`; envs whose tasks have stable ids
 implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task by id.
 
-:func:`replay_actions` plays a recorded action sequence again on one task (teacher annotation of a
-policy's episodes, the reward audit of RL in the synthetic env).
+:func:`dreamgym.envs.replay.replay_actions` plays a recorded action sequence again on one task.
 """
 
 from __future__ import annotations
@@ -54,8 +53,6 @@ __all__ = [
     "TextObs",
     "TextStep",
     "TextEnvBase",
-    "Replay",
-    "replay_actions",
     "text_stack",
     "as_text_list",
 ]
@@ -369,55 +366,3 @@ class TextEnvBase(EnvBase):
         if self._obs[slot] is None:
             raise RuntimeError(f"{type(self).__name__}: slot {slot} has not been reset yet; call env.reset()")
         return self._obs[slot]
-
-
-@dataclass
-class Replay:
-    """What replaying an action sequence on one task gave (see :func:`replay_actions`)."""
-
-    states: list[str]  # the state after each step taken
-    rewards: list[float]  # the reward of each step taken
-    success: bool  # the last step taken ended the episode in success
-    score: float  # the env score of the last step taken
-    terminated: bool  # the env ended the episode (not by the step limit)
-
-    @property
-    def reward(self) -> float:
-        """The episode reward (sum over the steps taken)."""
-        return float(sum(self.rewards))
-
-    @property
-    def steps(self) -> int:
-        """Env steps taken."""
-        return len(self.rewards)
-
-
-def replay_actions(env: TextEnvBase, task_index: int, actions: list[str], on_step=None) -> Replay:
-    """Reset ``env`` (batch size 1) on task ``task_index`` of its split and apply ``actions`` in order.
-
-    The replay stops early when the env ends the episode (terminated, or truncated at ``max_steps``);
-    the remaining actions are not applied. ``on_step(i, env)`` is called after the ``i``-th step, while
-    ``env.step_info(0)`` still describes it. Only deterministic envs reproduce a recorded episode.
-
-    Raises:
-        ValueError: if ``env`` has more than one slot.
-    """
-    if env.batch_size[0] != 1:
-        raise ValueError(f"replay_actions needs an env of batch size 1, got {list(env.batch_size)}")
-    reset = TensorDict(
-        {"_reset": torch.ones(1, 1, dtype=torch.bool), "task_index": torch.tensor([[int(task_index)]])},
-        batch_size=[1],
-    )
-    env.reset(reset)
-    out = Replay([], [], success=False, score=0.0, terminated=False)
-    for i, action in enumerate(actions):
-        nxt = env.step(TensorDict({"action": text_stack([action], env.batch_size)}, batch_size=[1]))["next"]
-        out.states.append(str(as_text_list(nxt["observation"])[0]))
-        out.rewards.append(float(nxt["reward"].item()))
-        out.success, out.score = bool(nxt["success"].item()), float(nxt["score"].item())
-        out.terminated = bool(nxt["terminated"].item())
-        if on_step is not None:
-            on_step(i, env)
-        if nxt["done"].item():
-            break
-    return out

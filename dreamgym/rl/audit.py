@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from dreamgym.envs.base import replay_actions
 from dreamgym.envs.episodes import Episode
+from dreamgym.envs.replay import replay_actions
 from dreamgym.fidelity import same_reward, success_precision_recall
 
 __all__ = ["RewardAudit", "audit_episodes"]
