@@ -1,11 +1,14 @@
 """The main job end to end on tiny settings: every stage runs, outputs exist, a rerun skips them."""
 
 import json
+import math
 
 import pytest
 from tiny_pipeline import pipeline_argv
 
+from dreamgym.modeling.formats import terminated_of
 from dreamgym.pipeline import parse_pipeline_config, run_pipeline
+from dreamgym.schema import is_success, read_trajectories
 from dreamgym.summary import held_out_comparison
 
 
@@ -34,15 +37,28 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
         assert (out / name).exists(), name
     assert not list(out.glob("*.partial"))
     assert (out / "main_job.png").exists()  # held-out success (+ the RL curve when it logged)
+    solved = {}  # per held-out task, from the episode files themselves
     for policy in ("policy_sft", "policy_rl"):
+        trajs = sorted(read_trajectories(out / f"{policy}_test_episodes.jsonl"), key=lambda t: t.task_id)
+        solved[policy] = [is_success(t.transitions[-1].reward, t.transitions[-1].done) for t in trajs]
         m = report["eval"][policy]
-        assert 0.0 <= m["test/success_rate"] <= 1.0 and m["test/steps_mean"] >= 1
+        assert m["test/success_rate"] == pytest.approx(sum(solved[policy]) / len(trajs))
+        assert m["test/steps_mean"] == pytest.approx(sum(len(t.transitions) for t in trajs) / len(trajs))
     fid = report["fidelity_onpolicy"]
     assert set(fid) == {"experience_model", "experience_model_onpolicy"}
-    assert all(0.0 <= m["success_precision"] <= 1.0 for m in fid.values())
-    assert report["onpolicy_real_transitions"] >= 2
+    warm = list(read_trajectories(out / "policy_sft_test_episodes.jsonl"))
+    purchases = sum(terminated_of(t.transitions[-1].done, t.transitions[-1].truncated) for t in warm)
+    assert all(m["n"] == purchases for m in fid.values())  # every terminating final step was asked
+    assert report["onpolicy_real_transitions"] == sum(
+        len(t.transitions) for t in read_trajectories(out / "policy_rollouts_train.jsonl")
+    )
     cmp = report["policy_rl_vs_policy_sft"]
-    assert cmp["n"] == 2 and 0.0 <= cmp["p_one_sided"] <= 1.0
+    only_rl = sum(a and not b for a, b in zip(solved["policy_rl"], solved["policy_sft"], strict=True))
+    only_sft = sum(b and not a for a, b in zip(solved["policy_rl"], solved["policy_sft"], strict=True))
+    discordant = only_rl + only_sft  # exact McNemar, one-sided: P(Bin(discordant, 1/2) >= only_rl)
+    p = sum(math.comb(discordant, i) for i in range(only_rl, discordant + 1)) / 2**discordant
+    assert (cmp["n"], cmp["only_a"], cmp["only_b"]) == (2, only_rl, only_sft)
+    assert cmp["p_one_sided"] == pytest.approx(p)
     assert cmp["success_a"] == report["eval"]["policy_rl"]["test/success_rate"]
     # episodes recorded with other settings are refused, not silently reported
     eps = {p: out / f"{p}_test_episodes.jsonl" for p in ("policy_sft", "policy_rl")}
@@ -50,6 +66,8 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
         held_out_comparison(eps, 3)
     assert report["peak_rss_mb"] > 0 and json.loads((out / "pipeline_report.json").read_text())["eval"]
     assert "held-out REAL test tasks" in capsys.readouterr().out
-    # a rerun skips every stage (outputs exist)
+    # a rerun skips every stage: no output is written again
+    stamps = {p: p.stat().st_mtime_ns for p in out.iterdir() if p.name not in ("eval.json", "main_job.png")}
+    stamps.pop(out / "pipeline_report.json")
     again = run_pipeline(parse_pipeline_config(_argv(out)))
-    assert again["total_seconds"] < 5 and again["eval"] == report["eval"]
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps and again["eval"] == report["eval"]

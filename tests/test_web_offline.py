@@ -97,7 +97,7 @@ def test_web_offline_regime_end_to_end(tmp_path, monkeypatch):
         pytest.skip(f"web env: {MISSING}")
     import dreamgym.rl.offline as offline
     from dreamgym.pipeline import parse_pipeline_config, run_pipeline
-    from dreamgym.schema import read_trajectories
+    from dreamgym.schema import is_success, read_trajectories
 
     guarded = []
     real_forbid = offline.forbid_real_steps
@@ -122,7 +122,8 @@ def test_web_offline_regime_end_to_end(tmp_path, monkeypatch):
     for policy in ("policy_sft", "policy_rl"):
         episodes = list(read_trajectories(out / f"{policy}_test_episodes.jsonl"))
         assert len(episodes) == 2 and all(t.split == "test" and t.env == "web" for t in episodes)
-        assert 0.0 <= report["eval"][policy]["test/success_rate"] <= 1.0
+        solved = sum(is_success(t.transitions[-1].reward, t.transitions[-1].done) for t in episodes)
+        assert report["eval"][policy]["test/success_rate"] == pytest.approx(solved / len(episodes))
     assert report["onpolicy_real_transitions"] == 0
     assert json.loads((out / "eval.json").read_text())["policy_rl"]
 
