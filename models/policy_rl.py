@@ -330,16 +330,15 @@ class PolicyRL(L.LightningModule):
         coll = self.collector.collect(
             self.eval_env_instance(), self.model, self.tokenizer, list(tasks), 1, greedy=True
         )
-        for k, v in coll.metrics().items():
-            if k != "reward_mean":
-                self.log(
-                    f"{prefix}/{k}",
-                    v,
-                    on_step=False,
-                    on_epoch=True,
-                    batch_size=len(coll.episodes),
-                    sync_dist=True,
-                )
+        for k, v in coll.held_out_metrics().items():
+            self.log(
+                f"{prefix}/{k}",
+                v,
+                on_step=False,
+                on_epoch=True,
+                batch_size=len(coll.episodes),
+                sync_dist=True,
+            )
         if not getattr(self, "_logged_eval_text", False):
             self._log_text(f"samples/{prefix}", coll)
             self._logged_eval_text = True

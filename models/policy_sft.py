@@ -7,9 +7,11 @@ One sequence per example, laid out by the tokenizer's chat template (:class:`dre
 The prompt term (``train_on_inputs`` in other trainers; off by default) gives a small model trained
 from scratch far more copying signal than the few action tokens do: the listed actions repeat the
 product ids of the page, the results page repeats the query, history repeats states. That is what a
-policy needs to copy ids and instruction words into its actions. Logged: ``train/loss``, ``val/loss``, ``val/token_acc`` (teacher-forced
-accuracy on target tokens). At the end of fit the policy is exported with
-:func:`~dreamgym.modeling.factory.export_model` (model + tokenizer, LoRA adapters merged) to ``save_dir``,
+policy needs to copy ids and instruction words into its actions.
+
+Logged: ``train/loss``, ``val/loss``, ``val/token_acc`` (teacher-forced accuracy on target tokens) and,
+with an ``eval_env``, RL's held-out episode metrics (``val/success_rate``, ...). At the end of fit the
+policy is exported with :func:`~dreamgym.modeling.factory.export_model` (model + tokenizer, LoRA adapters merged) to ``save_dir``,
 the ``path`` the RL configs load.
 """
 
@@ -19,12 +21,14 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
+from dreamgym.envs.factory import EnvFactory
 from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import logits_from_first_target
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.modeling.sft import bc_loss, encode_bc_batch
 from dreamgym.optim import configure_optimization
+from dreamgym.rl.collector import RolloutCollector
 
 __all__ = ["PolicySFT"]
 
@@ -44,6 +48,12 @@ class PolicySFT(L.LightningModule):
         format: the prompt format the data module lays examples out with (the CLI links it from
             ``data.init_args.format``); saved with the export as ``policy_format.json``, which RL's
             collector then uses, so the format is written once.
+        eval_env: the real env on the held-out split: at the end of each validation the policy plays
+            ``eval_tasks`` greedy episodes there and logs the same ``val/success_rate``, ``val/score_mean``,
+            ... as RL, so the warm start and RL compare in TensorBoard (None: losses only).
+        eval_tasks: held-out tasks ``0..eval_tasks-1`` of ``eval_env`` (one greedy episode each).
+        collector: how those episodes are played (generation budget, constrained decoding, as in the RL
+            config); it prompts with ``format``.
     """
 
     def __init__(
@@ -55,6 +65,9 @@ class PolicySFT(L.LightningModule):
         save_dir: str | None = None,
         prompt_loss_weight: float = 0.0,
         format: PolicyFormat | None = None,
+        eval_env: EnvFactory | None = None,
+        eval_tasks: int = 0,
+        collector: RolloutCollector | None = None,
     ):
         super().__init__()
         if prompt_loss_weight < 0:
@@ -65,6 +78,21 @@ class PolicySFT(L.LightningModule):
         self.max_length, self.save_dir = max_length, save_dir
         self.prompt_loss_weight = prompt_loss_weight
         self.format = format
+        if eval_tasks < 0 or (eval_tasks and eval_env is None):
+            raise ValueError(
+                f"PolicySFT.eval_tasks={eval_tasks!r} needs eval_tasks >= 0 and an eval_env when > 0 "
+                "(e.g. dreamgym.envs.factory.EnvFactory with split: test)"
+            )
+        self.eval_env, self.eval_tasks = eval_env, eval_tasks
+        self.collector = collector or RolloutCollector()
+        if format is not None:
+            if self.collector.format_given and self.collector.format != format:
+                raise ValueError(
+                    f"PolicySFT.collector.format={self.collector.format} differs from the data's format "
+                    f"{format}; drop `format` from the collector's init_args"
+                )
+            self.collector.format = format
+        self._env = None  # built at the first evaluation, kept out of the module tree
 
     def configure_optimizers(self):
         return configure_optimization(
@@ -106,6 +134,17 @@ class PolicySFT(L.LightningModule):
         loss, acc = self._step(batch)
         self.log("val/loss", loss, prog_bar=True, batch_size=len(batch), sync_dist=True)
         self.log("val/token_acc", acc, batch_size=len(batch), sync_dist=True)
+
+    def on_validation_epoch_end(self) -> None:
+        if self.eval_env is None or not self.eval_tasks or self.trainer.sanity_checking:
+            return
+        if self._env is None:
+            self._env = self.eval_env.build()
+        coll = self.collector.collect(
+            self._env, self.model, self.tokenizer, list(range(self.eval_tasks)), 1, greedy=True
+        )
+        for k, v in coll.held_out_metrics().items():
+            self.log(f"val/{k}", v, batch_size=len(coll.episodes), sync_dist=True)
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:

@@ -97,3 +97,34 @@ def test_policy_sft_fit_exports_hf_model(webshop_offline, tiny_lm, cpu_trainer_k
     assert PolicyFormat.load(out) == fmt and RolloutCollector().use_format_of(out).format == fmt
     with pytest.raises(ValueError, match="differs from the format the policy was trained with"):
         RolloutCollector(format=PolicyFormat(history_window=3)).use_format_of(out)
+
+
+def test_policy_sft_logs_the_held_out_metrics_rl_logs(webshop_offline, tiny_lm, cpu_trainer_kwargs):
+    """With an eval_env, validation plays greedy held-out episodes and logs RL's val/* episode metrics;
+    the values are those of the same greedy episodes played again with the trained policy."""
+    from dreamgym.envs.factory import EnvFactory
+    from dreamgym.rl.collector import RolloutCollector
+
+    fmt = PolicyFormat(history_window=1, max_actions=7)
+    env = EnvFactory("webshop", split="test", batch_size=2, max_steps=3)
+    module = PolicySFT(
+        tiny_lm, optimizer=lambda p: torch.optim.AdamW(p, lr=1e-2), max_length=384, format=fmt, eval_env=env,
+        eval_tasks=3, collector=RolloutCollector(max_new_tokens=12, constrained=True, max_arg_tokens=4),
+    )  # fmt: skip
+    assert module.collector.format == fmt  # the collector prompts as the data module lays examples out
+    dm = PolicySFTDataModule(
+        [str(webshop_offline)], [str(webshop_offline)], batch_size=4, max_val_examples=4, format=fmt
+    )
+    trainer = L.Trainer(
+        **{**cpu_trainer_kwargs, "max_steps": 2, "logger": False, "enable_checkpointing": False}
+    )
+    trainer.fit(module, dm)
+    trainer.validate(module, dm, verbose=False)
+    m = trainer.callback_metrics
+    again = module.collector.collect(env.build(), module.model, module.tokenizer, [0, 1, 2], 1, greedy=True)
+    expected = again.held_out_metrics()
+    assert {f"val/{k}" for k in expected} <= set(m) and "val/reward_mean" not in m
+    assert float(m["val/success_rate"]) == pytest.approx(expected["success_rate"])
+    assert float(m["val/steps_mean"]) == pytest.approx(expected["steps_mean"])
+    with pytest.raises(ValueError, match="needs eval_tasks >= 0 and an eval_env"):
+        PolicySFT(tiny_lm, eval_tasks=4)

@@ -27,7 +27,19 @@ def test_collector_from_config_reads_the_rl_config():
     assert col.constrained and col.max_arg_tokens == 40 and col.max_prompt_tokens == 704
     assert not col.format_given  # the format comes from the policy (policy_format.json)
     with pytest.raises(KeyError, match="no model.init_args.collector"):
-        collector_from_config("configs/webshop_policy_sft.yaml")
+        collector_from_config("configs/webshop_experience_sft.yaml")
+
+
+@pytest.mark.parametrize("env", ["webshop", "alfworld", "web"])
+def test_the_warm_start_validates_with_the_rl_collector(env):
+    """The warm start's val/success_rate is comparable with RL's: both configs play held-out episodes with
+    the same decoding (budget, constraint, prompt cut); only the format comes from elsewhere."""
+    sft, rl = (
+        collector_from_config(f"configs/{env}_policy_sft.yaml"),
+        collector_from_config(f"configs/{env}_grpo.yaml"),
+    )
+    keys = ("max_new_tokens", "constrained", "max_arg_tokens", "max_prompt_tokens")
+    assert {k: getattr(sft, k) for k in keys} == {k: getattr(rl, k) for k in keys}
 
 
 def test_policy_trajectories_with_teacher_reasoning(saved_policy, tmp_path):

@@ -50,6 +50,11 @@ class Collection:
             (e.reward, e.success, e.score, len(e.actions), sum(e.invalid)) for e in self.episodes
         )
 
+    def held_out_metrics(self) -> dict[str, float]:
+        """What held-out evaluation logs (``val/...``, ``test/...``) for the warm start and RL alike: the
+        episode metrics but ``reward_mean`` (the same as ``success_rate`` under outcome rewards)."""
+        return {k: v for k, v in self.metrics().items() if k != "reward_mean"}
+
 
 class RolloutCollector:
     """Runs the policy in a text env and records its turns.
@@ -222,7 +227,8 @@ def collector_from_config(config: str | os.PathLike) -> RolloutCollector:
         spec = data["model"]["init_args"]["collector"]
     except (KeyError, TypeError):
         raise KeyError(
-            f"{config} has no model.init_args.collector; give an RL config such as configs/webshop_grpo.yaml"
+            f"{config} has no model.init_args.collector; give an RL or policy-SFT config such as "
+            "configs/webshop_grpo.yaml"
         ) from None
     parser = ArgumentParser(exit_on_error=False)
     parser.add_argument("--collector", type=RolloutCollector)
