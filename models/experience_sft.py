@@ -70,6 +70,10 @@ class ExperienceSFT(L.LightningModule):
         decoding: how val/test generate (``"structured"`` or ``"free"``, see :class:`ExperienceModel`).
         format: the prompt/target layout when there is no data module to take it from (default layout
             when neither gives one); a data module whose format differs is refused.
+        prompt_loss_weight: weight of a language-modelling loss on the prompt tokens in training (0: the
+            target only, the paper's objective). Prompts repeat what the target must copy (ids, prices,
+            the instruction's terms recur across task, history, neighbours and state), which gives a
+            small model trained from scratch copying signal, as for the policy warm start.
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class ExperienceSFT(L.LightningModule):
         export_dir: str | None = None,
         decoding: str = "structured",
         format: ExperienceFormat | None = None,
+        prompt_loss_weight: float = 0.0,
     ):
         super().__init__()
         self.save_hyperparameters(ignore=["lm", "optimizer"])
@@ -96,6 +101,9 @@ class ExperienceSFT(L.LightningModule):
         self.meters = {"val": FidelityMeter(), "test": FidelityMeter()}
         self.exported_to: Path | None = None
         self._format, self.buffer = format, None
+        if prompt_loss_weight < 0:
+            raise ValueError(f"ExperienceSFT.prompt_loss_weight must be >= 0, got {prompt_loss_weight}")
+        self.prompt_loss_weight = prompt_loss_weight
 
     def configure_optimizers(self):
         return configure_optimization(
@@ -130,26 +138,37 @@ class ExperienceSFT(L.LightningModule):
             k: v.to(self.device) for k, v in encode_examples(self.tokenizer, batch, self.max_length).items()
         }
 
-    def _losses(self, batch: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        return self.losses_from_encoded(self.encode(batch))
+    def _losses(self, batch: list[dict[str, Any]], train: bool = False) -> dict[str, torch.Tensor]:
+        return self.losses_from_encoded(self.encode(batch), train)
 
-    def losses_from_encoded(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """:func:`experience_sft_loss` of an :meth:`encode` batch, plus ``tokens`` (non-padding)."""
-        logits, start = logits_from_first_target(
-            self.model, enc["input_ids"], enc["attention_mask"], enc["parts"] > PROMPT
-        )
-        out = experience_sft_loss(logits, enc["input_ids"][:, start:], enc["parts"][:, start:])
+    def losses_from_encoded(
+        self, enc: dict[str, torch.Tensor], train: bool = False
+    ) -> dict[str, torch.Tensor]:
+        """:func:`experience_sft_loss` of an :meth:`encode` batch, plus ``tokens`` (non-padding); the prompt
+        term only in training (validation reports the paper's objective)."""
+        if train and self.prompt_loss_weight > 0:  # the prompt term needs logits at every position
+            logits = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
+            out = experience_sft_loss(
+                logits, enc["input_ids"], enc["parts"], enc["attention_mask"], self.prompt_loss_weight
+            )
+        else:
+            logits, start = logits_from_first_target(
+                self.model, enc["input_ids"], enc["attention_mask"], enc["parts"] > PROMPT
+            )
+            out = experience_sft_loss(logits, enc["input_ids"][:, start:], enc["parts"][:, start:])
         out["tokens"] = enc["attention_mask"].sum()
         return out
 
     def training_step(self, batch: list[dict[str, Any]], batch_idx: int) -> torch.Tensor:
         t0 = time.perf_counter()
-        out = self._losses(batch)
+        out = self._losses(batch, train=True)
         bs = len(batch)
         self.log("train/loss", out["loss"], prog_bar=True, batch_size=bs)
         self.log("train/loss_state", out["loss_state"], batch_size=bs)
         if out["n_reasoning"] > 0:
             self.log("train/loss_reasoning", out["loss_reasoning"], batch_size=bs)
+        if "loss_prompt" in out:
+            self.log("train/loss_prompt", out["loss_prompt"], batch_size=bs)
         self.log(
             "perf/train_tokens_per_s",
             out["tokens"].float() / max(time.perf_counter() - t0, 1e-6),

@@ -232,7 +232,7 @@ def _sft_hooks(module):
             lambda b: module._step(b, train=True)[0])  # fmt: skip
         return (lambda batch: {"batch": batch}), (lambda enc: old(enc["batch"]))
     if isinstance(module, ExperienceSFT):
-        return module.encode, lambda enc: module.losses_from_encoded(enc)["loss"]
+        return module.encode, lambda enc: module.losses_from_encoded(enc, train=True)["loss"]
     return module.encode, lambda enc: module.loss_from_encoded(enc)[0]
 
 

@@ -55,6 +55,25 @@ def test_loss_matches_hand_computation():
     assert (out["n_reasoning"].item(), out["n_state"].item()) == (1, 2)
 
 
+def test_prompt_term_by_hand():
+    torch.manual_seed(2)
+    logits = torch.randn(1, 6, 4)
+    ids = torch.tensor([[0, 3, 2, 1, 1, 0]])
+    parts = torch.tensor([[PROMPT, PROMPT, PROMPT, REASONING, OUTCOME, PROMPT]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 0]])  # the last position is padding
+
+    def ce(t):
+        row = logits[0, t - 1].tolist()
+        return -(row[ids[0, t]] - math.log(sum(math.exp(v) for v in row)))
+
+    plain = experience_sft_loss(logits, ids, parts)
+    out = experience_sft_loss(logits, ids, parts, mask, prompt_weight=0.5)
+    assert "loss_prompt" not in plain and out["loss_prompt"].item() == pytest.approx(
+        (ce(1) + ce(2)) / 2, rel=1e-5
+    )
+    assert out["loss"].item() == pytest.approx(plain["loss"].item() + 0.5 * (ce(1) + ce(2)) / 2, rel=1e-5)
+
+
 def test_prompt_tokens_carry_no_loss():
     torch.manual_seed(1)
     logits = torch.randn(2, 6, 5, requires_grad=True)

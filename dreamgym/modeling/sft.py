@@ -33,22 +33,30 @@ PROMPT, REASONING, OUTCOME = 0, 1, 2
 
 
 def experience_sft_loss(
-    logits: torch.Tensor, input_ids: torch.Tensor, parts: torch.Tensor
+    logits: torch.Tensor,
+    input_ids: torch.Tensor,
+    parts: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    prompt_weight: float = 0.0,
 ) -> dict[str, torch.Tensor]:
     """Masked next-token loss, split by target part.
 
     ``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]`` for every position t >= 1;
     ``loss_reasoning = mean_{parts_t = 1} CE_t`` (0 if there is none), ``loss_state = mean_{parts_t = 2} CE_t``,
-    ``loss = loss_reasoning + loss_state``. Prompt and padding tokens (part 0) carry no loss.
+    ``loss = loss_reasoning + loss_state [+ prompt_weight * loss_prompt]`` with
+    ``loss_prompt = mean_{parts_t = 0, attention_mask_t = 1} CE_t`` (a language-modelling term on the prompt,
+    only with ``attention_mask`` and ``prompt_weight > 0``; otherwise prompt and padding carry no loss).
 
     Args:
         logits: (B, T, V) model outputs.
         input_ids: (B, T) token ids.
         parts: (B, T) long, the part of each token (0 prompt/pad, 1 reasoning, 2 outcome).
+        attention_mask: (B, T), 1 on real tokens (tells prompt tokens from padding for the prompt term).
+        prompt_weight: weight of the prompt term.
 
     Returns:
         dict with ``loss``, ``loss_reasoning``, ``loss_state`` (scalars) and ``n_reasoning``, ``n_state``
-        (token counts).
+        (token counts); ``loss_prompt`` too when the prompt term is on.
     """
     if logits.dim() != 3 or input_ids.shape != logits.shape[:2] or parts.shape != input_ids.shape:
         raise ValueError(
@@ -67,6 +75,10 @@ def experience_sft_loss(
         value = (ce * mask).sum() / n.clamp(min=1.0)
         out[f"loss_{name}"], out[f"n_{name}"] = value, n
         total = total + value
+    if attention_mask is not None and prompt_weight > 0:
+        mask = ((tgt == PROMPT) & attention_mask[:, 1:].bool()).float()
+        out["loss_prompt"] = (ce * mask).sum() / mask.sum().clamp(min=1.0)
+        total = total + prompt_weight * out["loss_prompt"]
     out["loss"] = total
     return out
 
