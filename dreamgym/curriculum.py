@@ -19,6 +19,9 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import torch
+
+from dreamgym.rl.advantages import group_moments
 
 __all__ = ["task_variance", "RewardVarianceCurriculum", "TaskPool", "VariableTaskPool"]
 
@@ -43,8 +46,8 @@ def task_variance(rewards: list[float]) -> float:
     """``V = mean((r - mean r)^2)`` of one task's group rewards (0 for fewer than two rollouts)."""
     if len(rewards) < 2:
         return 0.0
-    r = np.asarray(rewards, dtype=np.float64)
-    return float(np.mean((r - r.mean()) ** 2))
+    r = torch.tensor(rewards, dtype=torch.float64)
+    return float(group_moments(r, torch.zeros(len(rewards), dtype=torch.long))[1][0])
 
 
 class RewardVarianceCurriculum:

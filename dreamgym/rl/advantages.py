@@ -14,6 +14,7 @@ import torch
 from dreamgym.rl.rollout import RolloutBatch
 
 __all__ = [
+    "group_moments",
     "ADVANTAGE_ESTIMATORS",
     "AdvantageEstimator",
     "GRPOAdvantage",
@@ -46,6 +47,26 @@ def make_advantage_estimator(name: str, **kwargs) -> AdvantageEstimator:
     return ADVANTAGE_ESTIMATORS[name](**kwargs)
 
 
+def group_moments(
+    scores: torch.Tensor, group_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-group ``mean_g = mean_{i in g} s_i`` and ``var_g = mean_{i in g} (s_i - mean_g)^2`` (population
+    variance), and each score's group index ``inv`` (groups numbered in sorted id order). The one group
+    statistic of the package: GRPO normalises by it, the curriculum selects tasks by ``var_g``.
+
+    Args:
+        scores: (E,) float scores.
+        group_ids: (E,) group of each score.
+    """
+    _, inv = torch.unique(group_ids, return_inverse=True)
+    n_groups = int(inv.max().item()) + 1 if inv.numel() else 0
+    zeros = scores.new_zeros(n_groups)  # on the scores' device and in their (float) dtype
+    count = zeros.index_add(0, inv, torch.ones_like(scores))
+    mean = zeros.index_add(0, inv, scores) / count
+    var = zeros.index_add(0, inv, (scores - mean[inv]) ** 2) / count
+    return mean, var, inv
+
+
 def grpo_advantages(
     scores: torch.Tensor, group_ids: torch.Tensor, scale_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
@@ -69,15 +90,10 @@ def grpo_advantages(
             f"scores and group_ids must both be (E,), got {tuple(scores.shape)} and {tuple(group_ids.shape)}"
         )
     scores = scores.float()
-    _, inv = torch.unique(group_ids, return_inverse=True)
-    n_groups = int(inv.max().item()) + 1 if inv.numel() else 0
-    zeros = scores.new_zeros(n_groups)  # on the scores' device and in their (float) dtype
-    count = zeros.index_add(0, inv, torch.ones_like(scores))
-    mean = zeros.index_add(0, inv, scores) / count
+    mean, var, inv = group_moments(scores, group_ids)
     centred = scores - mean[inv]
     if not scale_std:
         return centred
-    var = zeros.index_add(0, inv, centred**2) / count
     std = var.sqrt()[inv]
     return torch.where(std > 0, centred / (std + eps), torch.zeros_like(centred))
 
