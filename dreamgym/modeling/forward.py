@@ -15,7 +15,29 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["first_target_position", "forward_from_first_target", "logits_from_first_target", "right_padded"]
+__all__ = [
+    "pad_rows",
+    "first_target_position",
+    "forward_from_first_target",
+    "logits_from_first_target",
+    "right_padded",
+]
+
+
+def pad_rows(
+    rows: list[list[int]], pad: int, left: bool = False, dtype: torch.dtype = torch.long
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(values, mask)``, both (B, W) with ``W`` the longest row: each row's values then ``pad`` (before
+    them with ``left``, as generation wants), and ``mask`` (long) 1 on the row's own positions. The one
+    padding rule of the package's batch encoders (token ids, part ids and masks alike)."""
+    width = max((len(r) for r in rows), default=0)
+    values = torch.full((len(rows), width), pad, dtype=dtype)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        span = slice(width - len(r), width) if left else slice(0, len(r))
+        values[i, span] = torch.tensor(list(r), dtype=dtype)
+        mask[i, span] = 1
+    return values, mask
 
 
 def right_padded(attention_mask: torch.Tensor) -> bool:

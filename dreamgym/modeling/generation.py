@@ -15,6 +15,7 @@ import torch
 from transformers import LogitsProcessorList
 
 from dreamgym.modeling.chat import stop_token_ids
+from dreamgym.modeling.forward import pad_rows
 from dreamgym.modeling.tokenizer import pad_id
 
 __all__ = ["encode_prompt", "generate_ids", "generate_texts"]
@@ -62,13 +63,8 @@ def generate_ids(
     out: list[list[int]] = [[] for _ in prompts]
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
-        width = max(len(prompts[i]) for i in rows)
-        ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, i in enumerate(rows):
-            n = len(prompts[i])
-            ids[r, width - n :] = torch.tensor(list(prompts[i]), dtype=torch.long)
-            mask[r, width - n :] = 1
+        ids, mask = pad_rows([list(prompts[i]) for i in rows], pad_token_id, left=True)
+        width = ids.shape[1]
         kwargs = dict(generate_kwargs)
         if processor_factory is not None:
             kwargs.update(logits_processor=LogitsProcessorList([processor_factory(width, list(rows))]))

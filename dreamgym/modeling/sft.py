@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from dreamgym.modeling.chat import ChatCodec
+from dreamgym.modeling.forward import pad_rows
 from dreamgym.modeling.generation import encode_prompt
 from dreamgym.modeling.tokenizer import pad_id
 
@@ -120,15 +121,8 @@ def encode_examples(tokenizer, examples: list[dict[str, Any]], max_length: int) 
             room = max_length - len(prompt)
             target, parts_t = target[:room], parts_t[:room]
         rows.append((prompt + target, [PROMPT] * len(prompt) + parts_t))
-    width = max(len(ids) for ids, _ in rows)
-    pad = pad_id(tokenizer)
-    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    parts = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (ids, pt) in enumerate(rows):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        mask[i, : len(ids)] = 1
-        parts[i, : len(ids)] = torch.tensor(pt)
+    input_ids, mask = pad_rows([ids for ids, _ in rows], pad_id(tokenizer))
+    parts, _ = pad_rows([pt for _, pt in rows], PROMPT)
     return {"input_ids": input_ids, "attention_mask": mask, "parts": parts}
 
 
@@ -147,16 +141,8 @@ def encode_bc_batch(
         prompt = codec.prompt_ids(ex["prompt"], max_length - len(target))
         rows.append(prompt + target)
         masks.append([False] * len(prompt) + [True] * len(target))
-    width = max(len(r) for r in rows)
-    tok = codec.tokenizer
-    pad = pad_id(tok, codec.stop_ids[0])
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    attn = torch.zeros((len(rows), width), dtype=torch.long)
-    tgt = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, (r, m) in enumerate(zip(rows, masks, strict=True)):
-        ids[i, : len(r)] = torch.tensor(r)
-        attn[i, : len(r)] = 1
-        tgt[i, : len(r)] = torch.tensor(m)
+    ids, attn = pad_rows(rows, pad_id(codec.tokenizer, codec.stop_ids[0]))
+    tgt = pad_rows(masks, False, dtype=torch.bool)[0]
     return {"input_ids": ids, "attention_mask": attn, "target_mask": tgt}
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import torch
 from tensordict import tensorclass
 
+from dreamgym.modeling.forward import pad_rows
+
 __all__ = ["RolloutBatch", "Turn", "build_rollout_batch"]
 
 
@@ -97,18 +99,17 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
         raise ValueError("build_rollout_batch needs at least one turn, got an empty list")
     lengths = [len(t.prompt_ids) + len(t.response_ids) for t in turns]
     n, length = len(turns), max(lengths)
-    ids = torch.full((n, length), pad_id, dtype=torch.long)
-    attn = torch.zeros((n, length), dtype=torch.bool)
-    act = torch.zeros((n, length), dtype=torch.bool)
+    ids, attn = pad_rows([t.prompt_ids + t.response_ids for t in turns], pad_id)
+    attn = attn.bool()
+    act = pad_rows(
+        [[False] * len(t.prompt_ids) + [True] * len(t.response_ids) for t in turns], False, dtype=torch.bool
+    )[0]
     k = max((len(a) for t in turns if t.allowed for a in t.allowed), default=0)
     allowed = torch.full((n, length, k), -1, dtype=torch.long)
     for i, t in enumerate(turns):
         if not t.response_ids:
             raise ValueError(f"turn {i} (episode {t.episode_id}, step {t.turn}) has an empty response")
         p, r = len(t.prompt_ids), len(t.response_ids)
-        ids[i, : p + r] = torch.tensor(t.prompt_ids + t.response_ids, dtype=torch.long)
-        attn[i, : p + r] = True
-        act[i, p : p + r] = True
         if t.allowed is not None:
             if len(t.allowed) != r:
                 raise ValueError(
