@@ -30,7 +30,7 @@ SUMMARY_MARKER = "<!-- results:{name}:{end} -->"
 def _mean_std(xs: list[float]) -> tuple[float, float]:
     if not xs:
         return math.nan, math.nan
-    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else math.nan)  # no spread from one seed
 
 
 def arm_summary(records: list[dict]) -> dict:
@@ -78,7 +78,9 @@ def crossover_latency(arm: dict, real: dict) -> float | None:
 
 def _fmt(ms: tuple[float, float], digits: int = 3) -> str:
     m, s = ms
-    return "n/a" if math.isnan(m) else f"{m:.{digits}f} +- {s:.{digits}f}"
+    if math.isnan(m):
+        return "n/a"
+    return f"{m:.{digits}f}" if math.isnan(s) else f"{m:.{digits}f} +- {s:.{digits}f}"
 
 
 def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> list[Path]:
@@ -91,7 +93,8 @@ def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> 
     paths = [out_dir / f"suite_{cfg.name}_success.png", out_dir / f"suite_{cfg.name}_curves.png"]
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, s in summaries.items():
-        ax.errorbar(s["online"][0], s["success"][0], yerr=s["success"][1], fmt="o", capsize=3, label=name)
+        err = None if math.isnan(s["success"][1]) else s["success"][1]
+        ax.errorbar(s["online"][0], s["success"][0], yerr=err, fmt="o", capsize=3, label=name)
     ax.set_xscale("symlog", linthresh=100)
     ax.set_xlabel("online real transitions used in RL")
     ax.set_ylabel(f"held-out success ({next(iter(summaries.values()))['n_tasks']} test tasks)")
