@@ -80,3 +80,42 @@ def test_missing_policy_dir_names_the_command(tmp_path):
     col = collector_from_config("configs/webshop_grpo.yaml")
     with pytest.raises(FileNotFoundError, match="webshop_policy_sft.yaml"):
         collect_policy_trajectories(tmp_path / "nope", "webshop", "train", [0], col)
+
+
+def test_recheck_record_finds_exactly_the_changed_tasks(saved_policy, tmp_path):
+    """scripts/recheck_record.py replays a record's policy greedily: a record of the same policy shows no
+    differing task; a record with one outcome flipped shows exactly that task."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from dreamgym.schema import is_success
+
+    spec = importlib.util.spec_from_file_location(
+        "recheck_record", Path(__file__).resolve().parents[1] / "scripts" / "recheck_record.py"
+    )
+    recheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recheck)
+    col = collector_from_config("configs/webshop_grpo.yaml")
+    torch.manual_seed(0)
+    trajs, metrics = collect_policy_trajectories(
+        saved_policy, "webshop", "test", [0, 1, 2], col, teacher=False
+    )
+    bits = "".join(
+        "1" if is_success(t.transitions[-1].reward, t.transitions[-1].done) else "0" for t in trajs
+    )
+    ids = [t.task_id for t in trajs]
+
+    def run(successes):
+        record = tmp_path / "suite.json"
+        record.write_text(
+            json.dumps({"runs": {"arm/s0": {"task_ids": ids, "successes": successes, "metrics": metrics}}})
+        )
+        return recheck.main(["--policy", str(saved_policy), "--record", str(record), "--run", "arm/s0",
+                             "--out", str(tmp_path / "out.json")])  # fmt: skip
+
+    assert (
+        run(bits)["differing_tasks"] == [] and json.loads((tmp_path / "out.json").read_text())["tasks"] == 3
+    )
+    flipped = bits[:1] + ("0" if bits[1] == "1" else "1") + bits[2:]
+    assert run(flipped)["differing_tasks"] == [ids[1]]
