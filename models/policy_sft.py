@@ -86,12 +86,7 @@ class PolicySFT(L.LightningModule):
         self.eval_env, self.eval_tasks = eval_env, eval_tasks
         self.collector = collector or RolloutCollector()
         if format is not None:
-            if self.collector.format_given and self.collector.format != format:
-                raise ValueError(
-                    f"PolicySFT.collector.format={self.collector.format} differs from the data's format "
-                    f"{format}; drop `format` from the collector's init_args"
-                )
-            self.collector.format = format
+            self.collector.use_format(format, "the data module's format")
         self._env = None  # built at the first evaluation, kept out of the module tree
 
     def configure_optimizers(self):

@@ -30,7 +30,9 @@ SUMMARY_MARKER = "<!-- results:{name}:{end} -->"
 def _mean_std(xs: list[float]) -> tuple[float, float]:
     if not xs:
         return math.nan, math.nan
-    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else math.nan)  # no spread from one seed
+    return statistics.fmean(xs), (
+        statistics.stdev(xs) if len(xs) > 1 else math.nan
+    )  # no spread from one seed
 
 
 def arm_summary(records: list[dict]) -> dict:

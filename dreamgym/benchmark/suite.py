@@ -326,9 +326,8 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
 def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = None) -> dict:
     return {
         "pipeline_out_dir": str(pcfg.out_dir),
-        "pipeline_args": list(
-            pipeline_args or []
-        ),  # overrides of the pipeline config the shared stages ran with
+        # overrides of the pipeline config the shared stages ran with
+        "pipeline_args": list(pipeline_args or []),
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,

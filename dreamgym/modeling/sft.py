@@ -33,6 +33,17 @@ PROMPT, REASONING, OUTCOME = 0, 1, 2
 """Part ids of each token: prompt/padding (no loss), reasoning trace, outcome (next state, reward, EOS)."""
 
 
+def _next_token_ce(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    """``CE_t = -log softmax(logits[:, t-1])[input_ids[:, t]]`` for t >= 1, shape (B, T-1), in float32."""
+    return F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none")
+
+
+def _mean_over(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``sum(values * mask) / max(sum(mask), 1)``."""
+    m = mask.float()
+    return (values * m).sum() / m.sum().clamp(min=1.0)
+
+
 def experience_sft_loss(
     logits: torch.Tensor,
     input_ids: torch.Tensor,
@@ -64,21 +75,16 @@ def experience_sft_loss(
             f"experience_sft_loss expects logits (B,T,V), input_ids (B,T), parts (B,T); got "
             f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(parts.shape)}"
         )
-    ce = F.cross_entropy(
-        logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none"
-    )  # (B, T-1)
+    ce = _next_token_ce(logits, input_ids)  # (B, T-1)
     tgt = parts[:, 1:]
     out: dict[str, torch.Tensor] = {}
     total = ce.new_zeros(())
     for name, part in (("reasoning", REASONING), ("state", OUTCOME)):
-        mask = (tgt == part).float()
-        n = mask.sum()
-        value = (ce * mask).sum() / n.clamp(min=1.0)
-        out[f"loss_{name}"], out[f"n_{name}"] = value, n
-        total = total + value
+        mask = tgt == part
+        out[f"loss_{name}"], out[f"n_{name}"] = _mean_over(ce, mask), mask.sum().float()
+        total = total + out[f"loss_{name}"]
     if attention_mask is not None and prompt_weight > 0:
-        mask = ((tgt == PROMPT) & attention_mask[:, 1:].bool()).float()
-        out["loss_prompt"] = (ce * mask).sum() / mask.sum().clamp(min=1.0)
+        out["loss_prompt"] = _mean_over(ce, (tgt == PROMPT) & attention_mask[:, 1:].bool())
         total = total + prompt_weight * out["loss_prompt"]
     out["loss"] = total
     return out
@@ -167,11 +173,10 @@ def bc_loss(
             f"bc_loss expects logits (B,T,V), input_ids (B,T), target_mask (B,T); got "
             f"{tuple(logits.shape)}, {tuple(input_ids.shape)}, {tuple(target_mask.shape)}"
         )
-    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), input_ids[:, 1:], reduction="none")
-    m = target_mask[:, 1:].float()
-    loss = (ce * m).sum() / m.sum().clamp_min(1.0)
-    acc = ((logits[:, :-1].argmax(-1) == input_ids[:, 1:]).float() * m).sum() / m.sum().clamp_min(1.0)
+    ce = _next_token_ce(logits, input_ids)
+    m = target_mask[:, 1:]
+    loss = _mean_over(ce, m)
+    acc = _mean_over((logits[:, :-1].argmax(-1) == input_ids[:, 1:]).float(), m)
     if prompt_mask is not None and prompt_weight > 0:
-        pm = prompt_mask[:, 1:].float()
-        loss = loss + prompt_weight * (ce * pm).sum() / pm.sum().clamp_min(1.0)
+        loss = loss + prompt_weight * _mean_over(ce, prompt_mask[:, 1:])
     return loss, acc

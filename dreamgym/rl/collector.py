@@ -94,22 +94,23 @@ class RolloutCollector:
         self.constrained = constrained
         self.max_arg_tokens = max(1, min(max_arg_tokens, max_new_tokens - 6))
 
-    def use_format_of(self, policy_dir: str | os.PathLike | None) -> RolloutCollector:
-        """Prompt with the format the policy in ``policy_dir`` was warm-started with (its
-        ``policy_format.json``), so the RL config need not repeat it. A ``format`` given to this collector
-        must equal the saved one. No saved format (a model from elsewhere): the collector's own stays.
-        Returns ``self``."""
-        saved = PolicyFormat.load(policy_dir) if policy_dir and os.path.isdir(policy_dir) else None
-        if saved is None:
-            return self
-        if self.format_given and self.format != saved:
+    def use_format(self, format: PolicyFormat, source: str) -> RolloutCollector:
+        """Prompt with ``format`` (the one the policy was trained with, read from ``source``). A ``format``
+        given to this collector must equal it. Returns ``self``."""
+        if self.format_given and self.format != format:
             raise ValueError(
                 f"collector.format={self.format} differs from the format the policy was trained with "
-                f"({policy_dir}/policy_format.json: {saved}); drop `format` from the collector's init_args "
-                "to use the saved one"
+                f"({source}: {format}); drop `format` from the collector's init_args to use it"
             )
-        self.format = saved
+        self.format = format
         return self
+
+    def use_format_of(self, policy_dir: str | os.PathLike | None) -> RolloutCollector:
+        """Prompt with the format the policy in ``policy_dir`` was warm-started with (its
+        ``policy_format.json``, see :meth:`use_format`), so the RL config need not repeat it. No saved
+        format (a model from elsewhere): the collector's own stays. Returns ``self``."""
+        saved = PolicyFormat.load(policy_dir) if policy_dir and os.path.isdir(policy_dir) else None
+        return self if saved is None else self.use_format(saved, f"{policy_dir}/policy_format.json")
 
     @torch.no_grad()
     def collect(

@@ -97,9 +97,8 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
     """
     if not turns:
         raise ValueError("build_rollout_batch needs at least one turn, got an empty list")
-    lengths = [len(t.prompt_ids) + len(t.response_ids) for t in turns]
-    n, length = len(turns), max(lengths)
     ids, attn = pad_rows([t.prompt_ids + t.response_ids for t in turns], pad_id)
+    n, length = ids.shape
     attn = attn.bool()
     act = pad_rows(
         [[False] * len(t.prompt_ids) + [True] * len(t.response_ids) for t in turns], False, dtype=torch.bool
