@@ -34,6 +34,7 @@ __all__ = [
     "same_reward",
     "success_precision_recall",
     "teacher_forced_eval",
+    "teacher_forced_queries",
     "open_loop_eval",
     "FIDELITY_KEYS",
 ]
@@ -145,23 +146,31 @@ def teacher_forced_eval(
     Returns:
         ``FIDELITY_KEYS`` and ``n`` (see :meth:`FidelityMeter.compute`).
     """
+    queries, asked = teacher_forced_queries(trajectories, done_only, skip_invalid)
+    meter = FidelityMeter()
+    for pred, t in zip(experience.predict(queries), asked, strict=True):
+        meter.update(pred, t.state, t.next_state, t.reward, terminated_of(t.done, t.truncated))
+    return meter.compute()
+
+
+def teacher_forced_queries(
+    trajectories: Sequence[Trajectory], done_only: bool = False, skip_invalid: bool = True
+) -> tuple[list, list]:
+    """The experience-model queries of :func:`teacher_forced_eval` (retrieval excluding the query's own
+    episode) and the real transitions they ask about, in the same order."""
     from dreamgym.modeling.experience import ExperienceQuery
 
-    queries, truth = [], []
+    queries, asked = [], []
     for traj in trajectories:
         for t in traj.transitions:
-            done = terminated_of(t.done, t.truncated)
-            if (skip_invalid and t.invalid) or (done_only and not done):
+            if (skip_invalid and t.invalid) or (done_only and not terminated_of(t.done, t.truncated)):
                 continue
             history = [x.action for x in traj.transitions[: t.step]]
             queries.append(
                 ExperienceQuery(traj.instruction, history, t.state, t.action, exclude_id=traj.trajectory_id)
             )
-            truth.append((t.state, t.next_state, t.reward, done))
-    meter = FidelityMeter()
-    for pred, (state, next_state, reward, done) in zip(experience.predict(queries), truth, strict=True):
-        meter.update(pred, state, next_state, reward, done)
-    return meter.compute()
+            asked.append(t)
+    return queries, asked
 
 
 def open_loop_eval(

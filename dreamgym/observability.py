@@ -27,13 +27,13 @@ Only envs registered here are audited; :func:`audit` raises a clear error for th
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from dreamgym.modeling.formats import ExperienceFormat, build_prompt, terminated_of
 from dreamgym.schema import Trajectory
 
-__all__ = ["TERM_KINDS", "audit", "webshop_audit", "format_report"]
+__all__ = ["TERM_KINDS", "audit", "webshop_audit", "webshop_purchases", "format_report"]
 
 TERM_KINDS = ("named", "attributes", "options", "price", "type")
 """Per-purchase checks the WebShop audit reports (each: the share of purchases where it holds)."""
@@ -55,6 +55,44 @@ def _purchased_options(next_state: str) -> dict[str, str]:
     return {}
 
 
+def webshop_purchases(
+    trajectories: Sequence[Trajectory], data_dir: str | None = None
+) -> Iterator[tuple[Trajectory, Any, Any, Any]]:
+    """Every step of ``trajectories`` as ``(trajectory, transition, goal, real)``: for a terminating
+    ``click[buy now]`` the catalog's goal of its task and the real reward breakdown
+    (:func:`dreamgym.envs.webshop.reward.purchase_score`), else ``goal = real = None``.
+
+    Raises:
+        KeyError: a task id that is not a goal of the catalog (data collected on another catalog).
+    """
+    from dreamgym.envs.webshop.catalog import load_catalog
+    from dreamgym.envs.webshop.goals import split_goals
+    from dreamgym.envs.webshop.reward import purchase_score
+
+    catalog = load_catalog(data_dir)
+    goals = {
+        g.goal_id: g for human in (True, False) for gs in split_goals(catalog, human).values() for g in gs
+    }
+    for traj in trajectories:
+        for t in traj.transitions:
+            if not (terminated_of(t.done, t.truncated) and t.action.strip().lower() == "click[buy now]"):
+                yield traj, t, None, None
+                continue
+            goal = goals.get(t.task_id)
+            if goal is None:
+                raise KeyError(
+                    f"trajectory {traj.trajectory_id!r}: task_id {t.task_id!r} is not a goal of the catalog in "
+                    f"{catalog.data_dir!r}; audit WebShop data with the catalog it was collected on (data_dir=)"
+                )
+            asin = t.state.splitlines()[0].split("|")[-1].strip().upper()
+            yield (
+                traj,
+                t,
+                goal,
+                purchase_score(catalog.products[asin], goal, _purchased_options(t.next_state)),
+            )
+
+
 def webshop_audit(
     trajectories: Sequence[Trajectory], fmt: ExperienceFormat | None = None, data_dir: str | None = None
 ) -> dict[str, dict[str, float]]:
@@ -69,55 +107,40 @@ def webshop_audit(
         ``{source: {"purchases", "steps", "purchase_share", "step_share", <TERM_KINDS>...}}``, plus
         an ``"all"`` entry over every source.
     """
-    from dreamgym.envs.webshop.catalog import load_catalog
     from dreamgym.envs.webshop.checks import check_purchase
-    from dreamgym.envs.webshop.goals import split_goals
-    from dreamgym.envs.webshop.reward import purchase_score
 
     fmt = fmt or ExperienceFormat()
-    catalog = load_catalog(data_dir)
-    goals = {
-        g.goal_id: g for human in (True, False) for gs in split_goals(catalog, human).values() for g in gs
-    }
     counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for traj in trajectories:
         for key in (traj.policy, "all"):
             counts[key]["steps"] += len(traj.transitions)
-        for t in traj.transitions:
-            if not (terminated_of(t.done, t.truncated) and t.action.strip().lower() == "click[buy now]"):
-                for key in (traj.policy, "all"):
-                    counts[key]["observable_steps"] += 1
-                continue
-            goal = goals.get(t.task_id)
-            if goal is None:
-                raise KeyError(
-                    f"trajectory {traj.trajectory_id!r}: task_id {t.task_id!r} is not a goal of the catalog in "
-                    f"{catalog.data_dir!r}; audit WebShop data with the catalog it was collected on (data_dir=)"
-                )
-            asin = t.state.splitlines()[0].split("|")[-1].strip().upper()
-            real = purchase_score(catalog.products[asin], goal, _purchased_options(t.next_state))
-            history = [x.action for x in traj.transitions[: t.step]]
-            prompt = build_prompt(fmt, traj.instruction, history, [], t.state, t.action)
-            vis = check_purchase(traj.instruction, _prompt_state(prompt), goal.attributes, goal.goal_options)
-            held = {
-                "named": all(c.named for c in vis.attributes + vis.options),
-                "attributes": [c.term for c in vis.attributes if c.ok] == real.attrs_matched,
-                "options": [c.term for c in vis.options if c.ok] == real.options_matched,
-                "price": vis.price_ok == real.price_ok,
-                "type": vis.r_type == real.r_type,
-            }
-            score_seen = all(held.values())
-            # The binary reward needs the type factor only when every other term passes.
-            others_fail = not (real.price_ok and not real.attrs_missed and not real.options_missed)
-            seen = all(v for k, v in held.items() if k != "type") and (held["type"] or others_fail)
+    for traj, t, goal, real in webshop_purchases(trajectories, data_dir):
+        if goal is None:
             for key in (traj.policy, "all"):
-                c = counts[key]
-                c["purchases"] += 1
-                c["observable_purchases"] += seen
-                c["score_observable"] += score_seen
-                c["observable_steps"] += seen
-                for k, v in held.items():
-                    c[k] += v
+                counts[key]["observable_steps"] += 1
+            continue
+        history = [x.action for x in traj.transitions[: t.step]]
+        prompt = build_prompt(fmt, traj.instruction, history, [], t.state, t.action)
+        vis = check_purchase(traj.instruction, _prompt_state(prompt), goal.attributes, goal.goal_options)
+        held = {
+            "named": all(c.named for c in vis.attributes + vis.options),
+            "attributes": [c.term for c in vis.attributes if c.ok] == real.attrs_matched,
+            "options": [c.term for c in vis.options if c.ok] == real.options_matched,
+            "price": vis.price_ok == real.price_ok,
+            "type": vis.r_type == real.r_type,
+        }
+        score_seen = all(held.values())
+        # The binary reward needs the type factor only when every other term passes.
+        others_fail = not (real.price_ok and not real.attrs_missed and not real.options_missed)
+        seen = all(v for k, v in held.items() if k != "type") and (held["type"] or others_fail)
+        for key in (traj.policy, "all"):
+            c = counts[key]
+            c["purchases"] += 1
+            c["observable_purchases"] += seen
+            c["score_observable"] += score_seen
+            c["observable_steps"] += seen
+            for k, v in held.items():
+                c[k] += v
     report = {}
     for key, c in counts.items():
         n = c["purchases"]

@@ -30,12 +30,14 @@ def result_meta(script: str, argv: Sequence[str] | None = None) -> dict[str, str
     return {"command": " ".join(["python", script, *args]), "commit": commit, "dirty": dirty}
 
 
-def write_result(path: str | os.PathLike, data: dict, indent: int = 1) -> Path:
+def write_result(path: str | os.PathLike, data: dict, indent: int = 1, markdown: str | None = None) -> Path:
     """Write a result file as JSON (parent folders made; through a temporary file, so a crash never
-    leaves half a file); returns its path."""
+    leaves half a file) and, with ``markdown``, that text next to it (``.md``); returns its path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=indent) + "\n")
     tmp.replace(path)
+    if markdown is not None:
+        path.with_suffix(".md").write_text(markdown)
     return path

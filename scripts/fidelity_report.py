@@ -40,7 +40,7 @@ from dreamgym.collect import collect_trajectories  # noqa: E402
 from dreamgym.fidelity import open_loop_eval, teacher_forced_eval  # noqa: E402
 from dreamgym.modeling.experience import ExperienceModel  # noqa: E402
 from dreamgym.observability import audit  # noqa: E402
-from dreamgym.provenance import result_meta  # noqa: E402
+from dreamgym.provenance import result_meta, write_result  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
 SCRIPTED = ("expert", "random", "non_oracle", "near_miss")
@@ -128,27 +128,26 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--steps-trajectories", type=int, default=20, help="episodes for all-step metrics")
     ap.add_argument("--open-loop", type=int, default=40, help="episodes for the open-loop check")
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--copy-spans", action="store_true", help="decode with ExperienceModel(copy_spans=True)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--env-kwargs", default="{}", help="JSON env arguments for the scripted sources, e.g. "
                     "'{\"item_facts\": false}' for a model trained on the older item page")  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/fidelity_webshop.json")
     args = ap.parse_args(argv)
-    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
+    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size, copy_spans=args.copy_spans)
     meta = {
         **result_meta("scripts/fidelity_report.py", argv),
         "model": str(args.model),
         "k": em.fmt.k,
         "use_reasoning": em.fmt.use_reasoning,
+        "copy_spans": args.copy_spans,
     }
     rows = report(
         em, collect_sources(args), args.env, args.steps_trajectories, args.open_loop, args.seed, em.fmt
     )
     result = {"_meta": meta, **rows}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
     md = markdown(result)
-    out.with_suffix(".md").write_text(md)
+    write_result(args.out, result, indent=2, markdown=md)
     print(md)
     return result
 

@@ -78,3 +78,24 @@ def toy_trajectories(n: int, split: str = "train", seed: int = 0) -> list[Trajec
 def write_toy(path, n: int, split: str = "train", seed: int = 0):
     write_trajectories(path, toy_trajectories(n, split, seed))
     return path
+
+
+class RecordedAnswers:
+    """An experience model that answers from recorded real transitions (``.predict`` like
+    :class:`dreamgym.modeling.experience.ExperienceModel`): the transition's next state, reward and
+    teacher rationale. ``buy_success`` overrides every purchase's reward, ``edit`` rewrites the rationale."""
+
+    def __init__(self, trajs, buy_success=None, edit=None):
+        self.table = {(q.state, q.action): q for t in trajs for q in t.transitions}
+        self.buy_success, self.edit = buy_success, edit
+
+    def predict(self, queries):
+        from dreamgym.modeling.formats import ParsedOutcome
+
+        out = []
+        for q in queries:
+            t = self.table[(q.state, q.action)]
+            reward = float(self.buy_success) if self.buy_success is not None and t.terminated else t.reward
+            text = self.edit(t.reasoning) if self.edit is not None else t.reasoning
+            out.append(ParsedOutcome(True, t.next_state, reward, t.terminated, reward, reasoning=text or ""))
+        return out

@@ -76,9 +76,7 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
             "dreamgym_grpo/s0": _rec("dreamgym_grpo", 0, "1100", fit=500.0)}  # fmt: skip
     text = write_report(cfg, {"shared": {"eval_tasks": 4}, "runs": runs}).read_text()
     assert "| real_grpo | 2 | 0.375 +- 0.177 | 0.500 +- 0.000 | 1000 | 750 +- 71 |" in text
-    assert (
-        "| dreamgym_grpo | 1 | 0.500 | 0.500 |" in text and "1 / 0, p = 0.500" in text
-    )  # vs the warm start
+    assert "| dreamgym_grpo | 1 | 0.500 | 0.500 |" in text and "1 / 0, p = 0.500" in text  # vs the warm start
     assert "**Not run yet** (no record): dreamgym_grpo (seeds [1]); ppo (seeds [0])." in text
     assert "| dreamgym_grpo | 0.14 | 0.14 | 0.14 | 0.567 s |" in text  # (500 - 75) / 750 real steps saved
     body = doc.read_text()

@@ -85,17 +85,13 @@ def test_missing_policy_dir_names_the_command(tmp_path):
 def test_recheck_record_finds_exactly_the_changed_tasks(saved_policy, tmp_path):
     """scripts/recheck_record.py replays a record's policy greedily: a record of the same policy shows no
     differing task; a record with one outcome flipped shows exactly that task."""
-    import importlib.util
     import json
-    from pathlib import Path
+
+    from script_loader import load_script
 
     from dreamgym.schema import is_success
 
-    spec = importlib.util.spec_from_file_location(
-        "recheck_record", Path(__file__).resolve().parents[1] / "scripts" / "recheck_record.py"
-    )
-    recheck = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recheck)
+    recheck = load_script("recheck_record")
     col = collector_from_config("configs/webshop_grpo.yaml")
     torch.manual_seed(0)
     trajs, metrics = collect_policy_trajectories(

@@ -136,3 +136,55 @@ def test_state_cannot_be_closed_empty(tiny_lm):
     text = _decode_script(tok, " <think> a </think>\n<next>\n</next>\n<reward> 0", 2)
     parsed = parse_target(text)
     assert parsed.ok and parsed.next_state, (parsed.error, text)
+
+
+_COPY_PROMPT = (
+    "<task> i need kosher organic tea in 40 count, and price lower than 60.00 dollars\n<history> none\n"
+    "<state>\n[page] item | b0q34e4oyq\n[title] Golden Acre Turmeric Herbal Tea\n[price] $22.57\n"
+    "[attributes] individually wrapped ; kosher ; non gmo\n[option size] 20 count ; 40 count (selected)\n"
+    "<action> click[buy now]\n<predict>\n"
+)
+
+
+def _decode_prompted(tok, prompt: str, script_text: str, copy_spans: bool, seed: int = 0):
+    """Structured decoding after a real prompt, by a fake model that wants to write ``script_text``."""
+    prompt_ids = tok.encode(prompt, add_special_tokens=False)
+    script = tok.encode(script_text, add_special_tokens=False)
+    g = torch.Generator().manual_seed(seed)
+    grammar = OutcomeGrammar(tok, len(prompt_ids), 160, use_reasoning=True, copy_spans=copy_spans)
+    ids = torch.tensor([prompt_ids])
+    for t in range(400):
+        s = torch.randn(len(tok), generator=g)
+        if t < len(script):
+            s[script[t]] = 20.0
+        nxt = grammar(ids, s.unsqueeze(0).clone()).argmax(-1, keepdim=True)
+        ids = torch.cat([ids, nxt], dim=1)
+        if int(nxt) == tok.eos_token_id:
+            break
+    return tok.decode(ids[0, len(prompt_ids) :].tolist(), skip_special_tokens=True), grammar
+
+
+def test_copy_spans_keep_quotes_and_amounts_copies_of_the_query(tiny_lm):
+    """A model that would quote a term and prices its input does not contain is held to spans and amounts
+    of the query; one that copies correctly writes exactly what it would have written anyway."""
+    import re
+
+    _, tok = tiny_lm.build()
+    query = _COPY_PROMPT.split("<state>")[0].split("<task> ")[1] + _COPY_PROMPT.split("<state>")[1]
+    faithful = (
+        " <think> Checks: price $22.57 <= $60.00 yes; 'kosher' in attributes yes; 'organic' not on the page no;"
+        " option '40 count' selected yes. 3/4 checks pass and the reward is 0. </think>\n<next>\n[page] done\n"
+    )
+    free, _ = _decode_prompted(tok, _COPY_PROMPT, faithful, copy_spans=False)
+    held, grammar = _decode_prompted(tok, _COPY_PROMPT, faithful, copy_spans=True)
+    assert held == free and "$22.57 <= $60.00" in held
+    invented = faithful.replace("$22.57", "$36.80").replace("'kosher'", "'low dust'")
+    free, _ = _decode_prompted(tok, _COPY_PROMPT, invented, copy_spans=False)
+    assert "$36.80" in free and "'low dust'" in free  # unconstrained, the fake model writes what it wants
+    held, grammar = _decode_prompted(tok, _COPY_PROMPT, invented, copy_spans=True)
+    reasoning = held.split("</think>")[0]
+    amounts = re.findall(r"\$([0-9.]+[0-9])", reasoning)
+    spans = re.findall(r"(?:^|\s)'([^']+)'", reasoning)
+    assert amounts and all(a in ("22.57", "60.00", "40") for a in amounts), reasoning
+    assert spans and all(sp.lower() in query.lower() for sp in spans), reasoning
+    assert grammar.copy_constrained[0] > 0 and parse_target(held).ok

@@ -167,15 +167,11 @@ def test_bundled_catalog_size_and_splits():
 
 
 def test_bundled_catalog_is_reproducible_from_the_script():
-    import importlib.util
-    from pathlib import Path
+    from script_loader import load_script
 
     from dreamgym.envs.webshop.catalog import default_data_dir
 
-    script = Path(__file__).resolve().parents[1] / "scripts" / "make_webshop_catalog.py"
-    spec = importlib.util.spec_from_file_location("make_webshop_catalog", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("make_webshop_catalog")
     files = mod.build(seed=0, n_products=1200)
     for name, obj in files.items():
         bundled = json.loads((default_data_dir() / name).read_text(encoding="utf-8"))

@@ -17,7 +17,9 @@ plain sentences. Two styles (``rationale``):
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from dreamgym.envs.webshop.checks import (
@@ -31,7 +33,7 @@ from dreamgym.envs.webshop.checks import (
 from dreamgym.schema import Transition
 from dreamgym.teachers.base import Teacher
 
-__all__ = ["WebShopTeacher", "RATIONALES"]
+__all__ = ["WebShopTeacher", "RATIONALES", "PurchaseClaims", "parse_purchase_checks"]
 
 RATIONALES = ("check", "verdict")
 
@@ -255,3 +257,68 @@ class WebShopTeacher(Teacher):
             else f", times {r_type:g}: the score is {score:.2f}"
         )
         return s + (" and the reward is 1." if t.success else " and the reward is 0.")
+
+
+@dataclass
+class PurchaseClaims:
+    """What a checking purchase rationale (the teacher's, or an experience model's imitation) claims."""
+
+    price: float | None = None  # the price it read off the page (None: "the price" or unreadable)
+    cap: float | None = None  # the cap it read off the instruction (None: "no limit" or unreadable)
+    price_ok: bool | None = None
+    attributes: dict[str, bool] = field(default_factory=dict)  # goal attribute it names -> found
+    options: dict[str, bool] = field(default_factory=dict)  # goal option it names -> selected
+    type_ok: bool | None = None
+    reward: int | None = None  # the verdict it ends with
+
+    @property
+    def derived_reward(self) -> int | None:
+        """The verdict its own checks imply: 1 when every check and the type pass (None: unreadable)."""
+        if self.price_ok is None or self.type_ok is None:
+            return None
+        return int(
+            self.price_ok and self.type_ok and all(self.attributes.values()) and all(self.options.values())
+        )
+
+
+_PRICE = re.compile(r"^price (?:\$([\d.]+)|the price) (?:<=|>) (?:\$([\d.]+)|no limit) (yes|no)$")
+_ATTR = re.compile(r"^'(.+)' (?:in \w+ yes|not on the page no)$")
+_OPTION = re.compile(r"^option '(.+)' (selected yes|not selected no)$")
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return None if text is None else float(text)
+    except ValueError:
+        return None
+
+
+def parse_purchase_checks(text: str) -> PurchaseClaims | None:
+    """The claims of a purchase rationale in the ``"check"`` style (the inverse of the teacher's writer);
+    None when ``text`` has no ``Checks:`` list. Checks that do not parse are left out."""
+    if "Checks: " not in text:
+        return None
+    body = text.split("Checks: ", 1)[1]
+    body, _, tail = body.partition(" checks pass")
+    body = body.rsplit(" ", 1)[0] if re.search(r" \d+/\d+$", body) else body
+    claims = PurchaseClaims()
+    verdict = re.search(r"the reward is ([01])\.", tail)
+    claims.reward = int(verdict.group(1)) if verdict else None
+    checks, _, type_part = body.partition("; type: ")
+    verdict_of_type = type_part.rstrip(". ")
+    if verdict_of_type.endswith(" yes"):
+        claims.type_ok = True
+    elif re.search(r" no(?: \(type factor [\d.]+\))?$", verdict_of_type):
+        claims.type_ok = False
+    for check in checks.split("; "):
+        if m := _PRICE.match(check):
+            claims.price, claims.cap, claims.price_ok = (
+                _number(m.group(1)),
+                _number(m.group(2)),
+                m.group(3) == "yes",
+            )
+        elif m := _OPTION.match(check):
+            claims.options[m.group(1)] = m.group(2) == "selected yes"
+        elif m := _ATTR.match(check):
+            claims.attributes[m.group(1)] = check.endswith(" yes")
+    return claims
