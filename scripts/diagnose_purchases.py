@@ -164,17 +164,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--episodes", type=int, default=200, help="test episodes per scripted source")
     ap.add_argument("--source", action="append", default=[], help="NAME=episodes.jsonl (test split)")
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--copy-spans", action="store_true", help="decode with ExperienceModel(copy_spans=True)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="benchmarks/results/diagnosis_webshop.json")
     args = ap.parse_args(argv)
     args.env, args.env_kwargs = "webshop", "{}"
-    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size, copy_spans=args.copy_spans)
+    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
     result: dict = {
         "_meta": {
             **result_meta("scripts/diagnose_purchases.py", argv),
             "model": str(args.model),
-            "copy_spans": args.copy_spans,
         }
     }
     for name, trajs in collect_sources(args).items():

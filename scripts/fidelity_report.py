@@ -128,19 +128,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--steps-trajectories", type=int, default=20, help="episodes for all-step metrics")
     ap.add_argument("--open-loop", type=int, default=40, help="episodes for the open-loop check")
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--copy-spans", action="store_true", help="decode with ExperienceModel(copy_spans=True)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--env-kwargs", default="{}", help="JSON env arguments for the scripted sources, e.g. "
                     "'{\"item_facts\": false}' for a model trained on the older item page")  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/fidelity_webshop.json")
     args = ap.parse_args(argv)
-    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size, copy_spans=args.copy_spans)
+    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
     meta = {
         **result_meta("scripts/fidelity_report.py", argv),
         "model": str(args.model),
         "k": em.fmt.k,
         "use_reasoning": em.fmt.use_reasoning,
-        "copy_spans": args.copy_spans,
     }
     rows = report(
         em, collect_sources(args), args.env, args.steps_trajectories, args.open_loop, args.seed, em.fmt

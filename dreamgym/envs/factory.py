@@ -71,8 +71,7 @@ class SyntheticEnvFactory(EnvFactory):
         max_steps: step limit per episode.
         seed: task-sampling seed.
         kwargs: extra keyword arguments for ``SyntheticEnv.from_checkpoint`` (``tasks``, ``write_back``,
-            ``max_new_tokens``, ``do_sample``, ``temperature``, ``decoding``, ``copy_spans``; not ``batch_size``:
-            that is the slots).
+            ``max_new_tokens``, ``do_sample``, ``temperature``, ``decoding``; not ``batch_size``: that is the slots).
     """
 
     is_real = False

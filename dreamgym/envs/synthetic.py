@@ -166,7 +166,7 @@ class SyntheticEnv(TextEnvBase):
             buffer: replay-buffer directory (default ``<path>/buffer``).
             batch_size, max_steps, seed, write_back, model_device: as in the constructor.
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
-                ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``, ``copy_spans``,
+                ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
                 ``cache_implementation``). The generation ``batch_size`` defaults to the env's slots: one
                 batched generation per step.
         """

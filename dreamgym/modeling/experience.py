@@ -101,9 +101,6 @@ class ExperienceModel:
             chooses the text, the reward and done; see :mod:`dreamgym.modeling.structured`) or ``"free"``
             (plain decoding; outputs that do not parse become failure states).
         think_budget: most reasoning tokens under structured decoding.
-        copy_spans: under structured decoding, quoted spans and ``$`` amounts of the reasoning must be
-            copied from the query's task, state and action (:class:`~dreamgym.modeling.structured.
-            OutcomeGrammar`); for rationales that quote their input, e.g. WebShop's purchase checks.
         cache_implementation: KV cache for generation (``"static"`` default: preallocated, faster on
             CPU; None: ``transformers``' dynamic cache, e.g. for a model whose class has no static cache).
     """
@@ -122,11 +119,10 @@ class ExperienceModel:
         decoding: str = "structured",
         think_budget: int = 160,
         cache_implementation: str | None = "static",
-        copy_spans: bool = False,
     ):
         if decoding not in DECODINGS:
             raise ValueError(f"ExperienceModel.decoding={decoding!r}; choose one of {DECODINGS}")
-        self.decoding, self.think_budget, self.copy_spans = decoding, think_budget, copy_spans
+        self.decoding, self.think_budget = decoding, think_budget
         self.last_cut: list[bool] = []
         self.model, self.tokenizer, self.fmt, self.buffer = model, tokenizer, fmt, buffer
         self.model.eval()
@@ -219,7 +215,6 @@ class ExperienceModel:
             use_reasoning=self.fmt.use_reasoning,
             structured=structured,
             think_budget=self.think_budget,
-            copy_spans=self.copy_spans,
             batch_size=self.batch_size,
             do_sample=self.do_sample,
             temperature=self.temperature,

@@ -12,13 +12,6 @@ EOS, a stray marker). :class:`OutcomeGrammar` is a ``transformers`` ``LogitsProc
   ``x`` a number in [0, 1] of at most ``score_tokens`` digit tokens: argmax over the allowed set, i.e. the model's
   own prediction restricted to well-formed values.
 
-With ``copy_spans`` the reasoning may not invent what it quotes: a ``'...'`` span it opens must go on
-copying a span of the query (the prompt's task line, current state and action; retrieved neighbours do
-not count, case ignored), and a ``$`` amount must be one of the query's numbers. The model still picks
-which span, which number and every verdict; the constraint only removes strings its input does not
-contain (a checking rationale such as WebShop's purchase checks quotes the goal's terms and the
-page's price; a model that has not learned to copy writes plausible ones that are not there).
-
 So every output parses; :attr:`OutcomeGrammar.forced_close` counts the rows whose reasoning or state had
 to be closed by the budget (the structured counterpart of the free decoder's parse failures). The
 state machine reads each row's decoded text, so it works with any tokenizer that round-trips text.
@@ -26,7 +19,6 @@ state machine reads each row's decoded text, so it works with any tokenizer that
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +26,7 @@ from typing import Any
 import torch
 from transformers import LogitsProcessor
 
-__all__ = ["OutcomeGrammar", "CopySources", "generate_outcomes"]
+__all__ = ["OutcomeGrammar", "generate_outcomes"]
 
 _NUMBER = re.compile(r"^ ?[0-9.]+$")
 _MARKERS = ("<think>", "</think>", "<next>", "</next>", "<reward>", "<done>", "<score>", "<end>")
@@ -46,82 +38,6 @@ class _Ban(list):
 
 
 _SCORE = re.compile(r"^ (0(\.[0-9]*)?|1(\.0*)?)$")  # a well-formed score in [0, 1] so far
-_LEAD_NUMBER = re.compile(r"^[0-9.]*")
-_OPEN_AMOUNT = re.compile(r"\$([0-9.]*)$")  # the reasoning ends inside a "$" amount
-_OPEN_QUOTE = re.compile(r"(?:^|\s)'([^']*)$")  # ... inside a quoted span (opened after a space)
-_AMOUNT = re.compile(r"(?<![0-9a-z.])[0-9]+(?:\.[0-9]+)?(?![0-9a-z])")  # a number, not digits of an id
-
-
-class CopySources:
-    """What a row's reasoning may quote: every suffix of its query text that starts a word (sorted, for
-    prefix lookups) and the query's numbers. Built from the decoded prompt; None when the prompt does
-    not have the experience layout (``<task>`` line, ``<state>`` section)."""
-
-    def __init__(self, query: str):
-        text = query.lower()
-        starts = [i for i in range(len(text)) if i == 0 or not text[i - 1].isalnum()]
-        self.suffixes = sorted({text[i:] for i in starts if not text[i].isspace()})
-        self.amounts = sorted(set(_AMOUNT.findall(text)))
-
-    @classmethod
-    def from_prompt(cls, prompt: str) -> CopySources | None:
-        task = next((ln[len("<task> ") :] for ln in prompt.splitlines() if ln.startswith("<task> ")), None)
-        if task is None or "\n<state>\n" not in prompt:
-            return None
-        state, _, action = prompt.rsplit("\n<state>\n", 1)[1].partition("\n<action> ")
-        return cls("\n".join([task, state, action.split("\n<predict>", 1)[0]]))
-
-    @staticmethod
-    def _starts(sorted_items: list[str], x: str) -> bool:
-        """Some item of ``sorted_items`` starts with ``x``."""
-        i = bisect.bisect_left(sorted_items, x)
-        return i < len(sorted_items) and sorted_items[i].startswith(x)
-
-    def _ends_word(self, x: str) -> bool:
-        """``x`` is a span of the query that ends at a word end (or before a plural ``s``)."""
-        if not x or x[-1].isspace():
-            return False
-        i = bisect.bisect_left(self.suffixes, x)
-        while i < len(self.suffixes) and self.suffixes[i].startswith(x):
-            after = self.suffixes[i][len(x) : len(x) + 2]
-            if not after[:1].isalnum() or (after[:1] == "s" and not after[1:2].isalnum()):
-                return True
-            i += 1
-        return False
-
-    @staticmethod
-    def _next_chars(sorted_items: list[str], x: str) -> set[str]:
-        """The characters that follow ``x`` in the items that start with it."""
-        lo, hi = bisect.bisect_left(sorted_items, x), bisect.bisect_left(sorted_items, x + "\U0010ffff")
-        return {item[len(x)] for item in sorted_items[lo:hi] if len(item) > len(x)}
-
-    def allowed(self, reasoning: str, table: dict[str, Any]) -> list[int] | None:
-        """Token ids that keep the open quote or amount at the end of ``reasoning`` a copy (None: none is
-        open, decode freely). A token may close a quote (``'``) where the span ends a word of the query; an
-        amount ends where the query's number does. ``table``: :func:`_vocab_tables`' copy pieces."""
-        by_first = table["copy_by_first"]
-        if m := _OPEN_AMOUNT.search(reasoning):
-            part = m.group(1)
-            out = [
-                i
-                for c in self._next_chars(self.amounts, part)
-                for i, _, lead, rest in by_first.get(c, ())
-                if (self._starts(self.amounts, part + lead) if not rest else (part + lead) in self.amounts)
-                and not rest[:1].isalnum()
-            ]
-            return out + table["copy_closers"] if part in self.amounts else out
-        if m := _OPEN_QUOTE.search(reasoning):
-            part = m.group(1).lower()
-            out = [
-                i
-                for c in self._next_chars(self.suffixes, part)
-                for i, low, _, _ in by_first.get(c, ())
-                if "'" not in low and self._starts(self.suffixes, part + low)
-            ]
-            if part:  # a token that closes the quote
-                out += [i for i, low in table["copy_quotes"] if self._ends_word(part + low[: low.find("'")])]
-            return out
-        return None
 
 
 _TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}
@@ -142,19 +58,6 @@ def _vocab_tables(tokenizer) -> dict[str, Any]:
         "blank_ids": [i for i, t in pieces.items() if not t.strip()],
         "marker_bans": {},  # (phase, partial marker) -> banned ids, filled lazily by _free_bans
     }
-    # copy_spans (CopySources.allowed): the pieces by lowercased first character, as (id, lowercased
-    # piece, its leading number part, the rest); those with a quote; those that can end an amount
-    special = set(tokenizer.all_special_ids)
-    by_first: dict[str, list[tuple[int, str, str, str]]] = {}
-    for i, t in pieces.items():
-        if t and i not in special:
-            lead = _LEAD_NUMBER.match(t).group(0)
-            by_first.setdefault(t[0].lower(), []).append((i, t.lower(), lead, t[len(lead) :]))
-    tables["copy_by_first"] = by_first
-    tables["copy_quotes"] = [(i, t.lower()) for i, t in pieces.items() if "'" in t and i not in special]
-    tables["copy_closers"] = [
-        i for i, t in pieces.items() if t and not t[0].isalnum() and t[0] != "." and i not in special
-    ]
     _TABLES[id(tokenizer)] = (tokenizer, tables)
     return tables
 
@@ -170,8 +73,6 @@ class OutcomeGrammar(LogitsProcessor):
         think_budget: most tokens of reasoning before ``</think>`` is forced.
         reward_values: the reward values the model may choose from.
         score_tokens: most tokens of the ``<score>`` number.
-        copy_spans: quoted spans and ``$`` amounts of the reasoning are copied from the query (module
-            docstring); :attr:`copy_constrained` counts the tokens it decided per row.
     """
 
     def __init__(
@@ -183,10 +84,8 @@ class OutcomeGrammar(LogitsProcessor):
         think_budget: int = 160,
         reward_values: Sequence[str] = ("0", "1"),
         score_tokens: int = 4,
-        copy_spans: bool = False,
     ):
         self.tok, self.width, self.budget = tokenizer, prompt_width, max_new_tokens
-        self.copy_spans = copy_spans
         self.use_reasoning, self.think_budget, self.score_tokens = use_reasoning, think_budget, score_tokens
         self.eos = tokenizer.eos_token_id
         self.reward_cands = [self._enc(f" {v}") for v in reward_values]
@@ -194,7 +93,7 @@ class OutcomeGrammar(LogitsProcessor):
         tables = _vocab_tables(tokenizer)
         self.pieces, self.marker_bans = tables["pieces"], tables["marker_bans"]
         self.number_lead, self.number_cont = tables["number_lead"], tables["number_cont"]
-        self.lt_ids, self.tables = tables["lt_ids"], tables
+        self.lt_ids = tables["lt_ids"]
         if not self.number_lead:
             raise ValueError("OutcomeGrammar: the tokenizer has no ' <digit>' token to start the score with")
         end_ids = self._enc(" <end>")
@@ -223,27 +122,20 @@ class OutcomeGrammar(LogitsProcessor):
             )
         self.rows: list[dict] | None = None
         self.forced_close: list[bool] = []
-        self.copy_constrained: list[int] = []
 
     def _enc(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False)
 
-    def _start(self, input_ids: torch.LongTensor) -> None:
-        batch = input_ids.shape[0]
+    def _start(self, batch: int) -> None:
         self.rows = [
-            {"phase": "start", "queue": [], "think": 0, "score": 0, "cut": False, "slot": None, "r": r}
-            for r in range(batch)
+            {"phase": "start", "queue": [], "think": 0, "score": 0, "cut": False, "slot": None}
+            for _ in range(batch)
         ]
         self.forced_close = [False] * batch
-        self.copy_constrained = [0] * batch
-        if self.copy_spans:
-            for r, row in enumerate(self.rows):
-                prompt = self.tok.decode(input_ids[r, : self.width].tolist(), skip_special_tokens=True)
-                row["copy"] = CopySources.from_prompt(prompt)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if self.rows is None or len(self.rows) != input_ids.shape[0]:
-            self._start(input_ids)
+            self._start(input_ids.shape[0])
         used = input_ids.shape[1] - self.width
         out = scores
         for r, row in enumerate(self.rows):
@@ -263,19 +155,6 @@ class OutcomeGrammar(LogitsProcessor):
                 out[r, allowed] = torch.nan_to_num(kept, nan=-1e9, neginf=-1e9)
             self.forced_close[r] = row["cut"]
         return out
-
-    def _copy(self, row: dict, generated: torch.Tensor, bans: _Ban) -> list[int] | _Ban:
-        """Inside a quote or ``$`` amount of the reasoning: the tokens that keep it a copy of the query;
-        elsewhere (or if nothing can continue it) free text with ``bans``."""
-        reasoning = self.tok.decode(generated.tolist(), skip_special_tokens=True).rsplit("<think>", 1)[-1]
-        allowed = row["copy"].allowed(reasoning, self.tables)
-        if not allowed:
-            return bans
-        banned = set(bans)
-        allowed = [i for i in allowed if i not in banned]
-        if allowed:
-            self.copy_constrained[row["r"]] += 1
-        return allowed or bans
 
     def _force(self, row: dict, text: str, phase: str) -> int:
         row["queue"] = self._enc(text)
@@ -343,10 +222,7 @@ class OutcomeGrammar(LogitsProcessor):
                 if row["think"] > self.think_budget or remaining <= self.reserve + self.think_close:
                     row["cut"] = True
                     return self._force(row, " </think>\n<next>\n", "next")
-                bans = self._free_bans(phase, text)
-                if row.get("copy") is not None:
-                    return self._copy(row, generated, bans)
-                return bans
+                return self._free_bans(phase, text)
             if text.endswith("</next>"):
                 return self._force(row, "\n<reward>", "reward")
             if remaining <= self.reserve:
@@ -392,7 +268,6 @@ def generate_outcomes(
     use_reasoning: bool,
     structured: bool = True,
     think_budget: int = 160,
-    copy_spans: bool = False,
     **generate_kwargs: Any,
 ) -> tuple[list[str], list[bool]]:
     """Generate experience-model targets for ``prompts``; ``(texts, cut)``.
@@ -406,9 +281,7 @@ def generate_outcomes(
     grammars: list[tuple[OutcomeGrammar, list[int]]] = []
 
     def factory(width: int, rows: list[int]) -> OutcomeGrammar:
-        g = OutcomeGrammar(
-            tokenizer, width, max_new_tokens, use_reasoning, think_budget=think_budget, copy_spans=copy_spans
-        )
+        g = OutcomeGrammar(tokenizer, width, max_new_tokens, use_reasoning, think_budget=think_budget)
         grammars.append((g, rows))
         return g
 
