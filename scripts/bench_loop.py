@@ -32,6 +32,10 @@ Run, e.g.::
     python scripts/bench_loop.py --rl configs/webshop_grpo.yaml --iterations 2 \\
         --out benchmarks/results/loop_webshop.json
     python scripts/bench_loop.py --sft configs/webshop_experience_sft.yaml --sft-steps 20
+    python scripts/bench_loop.py --rl configs/webshop_grpo.yaml --iterations 1 --buffer-sizes 100000
+
+``--buffer-sizes``: the RL measurement again with the experience model's replay buffer filled up to each
+size with jittered copies of its own transitions (time per iteration as the buffer grows).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dreamgym.provenance import result_meta, write_result  # noqa: E402
 
@@ -106,8 +111,28 @@ def _table(rows: list[tuple[str, float, int]], total: float) -> str:
     return "\n".join(lines)
 
 
-def bench_rl(config: str, iterations: int, overrides: list[str]) -> dict:
-    """Time ``iterations`` RL iterations of ``config`` by phase (see the module docstring)."""
+def grow_buffer(buffer, size: int, jitter: float = 0.01, seed: int = 0) -> None:
+    """Fill ``buffer`` up to ``size`` transitions with copies of its own (new trajectory ids, vectors
+    jittered as in ``bench_retrieval.py``), straight into its index (no ``add``: nothing is timed)."""
+    import dataclasses
+
+    import numpy as np
+    from bench_retrieval import grow
+
+    n0 = len(buffer)
+    if size <= n0:
+        return
+    vecs, src = grow(buffer.index.get(np.arange(n0)), size, jitter, np.random.default_rng(seed))
+    buffer.index.add(np.arange(n0, size, dtype=np.int64), vecs[n0:])
+    buffer.transitions.extend(
+        dataclasses.replace(buffer.transitions[i], trajectory_id=f"{buffer.transitions[i].trajectory_id}#{j}")
+        for j, i in enumerate(src[n0:].tolist())
+    )
+
+
+def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: int | None = None) -> dict:
+    """Time ``iterations`` RL iterations of ``config`` by phase (see the module docstring); with
+    ``buffer_size``, the experience model's replay buffer is first filled up to that many transitions."""
     from transformers import LlamaForCausalLM, Qwen2ForCausalLM
 
     from dreamgym.cli import main
@@ -119,6 +144,17 @@ def bench_rl(config: str, iterations: int, overrides: list[str]) -> dict:
     from models.policy_rl import PolicyRL
 
     timer = PhaseTimer()
+    if buffer_size:
+        loaded = ExperienceModel.__dict__["from_pretrained"]
+
+        def from_pretrained(cls, *args, **kwargs):
+            em = loaded.__func__(cls, *args, **kwargs)
+            if em.buffer is not None:
+                grow_buffer(em.buffer, buffer_size)
+            return em
+
+        ExperienceModel.from_pretrained = classmethod(from_pretrained)
+        timer._patched.append((ExperienceModel, "from_pretrained", loaded))
     timer.wrap(PolicyRL, "training_step", "other")
     timer.wrap(RolloutCollector, "collect", "env + collector")
     timer.wrap(SyntheticEnv, "_act_slots", "synthetic env step")
@@ -159,6 +195,7 @@ def bench_rl(config: str, iterations: int, overrides: list[str]) -> dict:
         "synthetic_forward_s": round(forward_s, 3),
         "sim_overhead_share": round(1 - forward_s / steps_s, 4) if steps_s else None,
         "wall_s": round(wall, 1),
+        "buffer_size": buffer_size,
         "table": _table([(k, v, timer.calls[k]) for k, v in timer.seconds.items()], total),
     }
 
@@ -243,6 +280,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--sft", action="append", default=[], help="an SFT config (repeatable)")
     ap.add_argument("--sft-steps", type=int, default=20)
     ap.add_argument("--override", action="append", default=[], help="extra CLI override for --rl")
+    ap.add_argument("--buffer-sizes", type=int, nargs="*", default=[],
+                    help="--rl again with the replay buffer filled up to each size (jittered copies)")  # fmt: skip
     ap.add_argument("--sft-override", action="append", default=[], help="extra CLI override for --sft")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args(argv)
@@ -251,9 +290,10 @@ def main(argv: list[str] | None = None) -> dict:
         result[Path(config).stem] = r = bench_sft(config, args.sft_steps, args.sft_override)
         print(f"## {config}: {r['step_s']} s/step, {r['nonpad_tokens_per_s']} non-pad tokens/s, "
               f"padding {r['padding_share']:.1%}\n{r['table']}\n", flush=True)  # fmt: skip
-    if args.rl:
-        result[Path(args.rl).stem] = r = bench_rl(args.rl, args.iterations, args.override)
-        print(f"## {args.rl}: {r['iteration_s']} s/iteration, synthetic env overhead "
+    for size in [None, *args.buffer_sizes] if args.rl else []:
+        key = Path(args.rl).stem + (f"@buffer={size}" if size else "")
+        result[key] = r = bench_rl(args.rl, args.iterations, args.override, size)
+        print(f"## {key}: {r['iteration_s']} s/iteration, synthetic env overhead "
               f"{r['sim_overhead_share']}\n{r['table']}\n", flush=True)  # fmt: skip
     if args.out:
         write_result(args.out, result, indent=2)

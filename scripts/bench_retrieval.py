@@ -34,13 +34,15 @@ def _vectors(path: str, limit: int | None = None) -> np.ndarray:
     return ReplayBuffer().embed([t.state for t in ts], [t.action for t in ts])
 
 
-def _grow(base: np.ndarray, n: int, jitter: float, rng: np.random.Generator) -> np.ndarray:
+def grow(base: np.ndarray, n: int, jitter: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors: ``base`` (cut to ``n``), then jittered copies of random rows of it; and, per
+    row, the index of the ``base`` row it copies."""
     if n <= len(base):
-        return base[:n]
-    extra = base[rng.integers(0, len(base), n - len(base))]
-    extra = extra + rng.normal(0.0, jitter, extra.shape).astype(np.float32)
+        return base[:n], np.arange(n)
+    src = rng.integers(0, len(base), n - len(base))
+    extra = base[src] + rng.normal(0.0, jitter, (len(src), base.shape[1])).astype(np.float32)
     extra /= np.linalg.norm(extra, axis=1, keepdims=True)
-    return np.concatenate([base, extra.astype(np.float32)])
+    return np.concatenate([base, extra.astype(np.float32)]), np.concatenate([np.arange(len(base)), src])
 
 
 def _exact_topk(db: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> np.ndarray:
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
     for n in args.sizes:
         row = {
             "real_vectors": min(n, len(base)),
-            **measure(_grow(base, n, args.jitter, rng), queries, args.k, args.batch),
+            **measure(grow(base, n, args.jitter, rng)[0], queries, args.k, args.batch),
         }
         print(json.dumps(row), flush=True)
         rows.append(row)

@@ -94,3 +94,20 @@ def test_save_load_and_state_dict(buf, tmp_path):
         ReplayBuffer.load(tmp_path / "nope")
     with pytest.raises(ValueError, match="encoder"):
         ReplayBuffer(HashingEncoder(dim=32)).load_state_dict(buf.state_dict())
+
+
+def test_bench_loop_grows_a_buffer_with_retrievable_copies(buf):
+    """scripts/bench_loop.py --buffer-sizes: the buffer is filled with jittered copies of its own
+    transitions under new trajectory ids, and a query still finds the transition it copies."""
+    from script_loader import load_script
+
+    n0 = len(buf)
+    load_script("bench_loop").grow_buffer(buf, 5 * n0)
+    assert len(buf) == len(buf.index) == 5 * n0
+    copies = buf.transitions[n0:]
+    assert all("#" in t.trajectory_id for t in copies)
+    assert {(t.state, t.action) for t in copies} <= {(t.state, t.action) for t in buf.transitions[:n0]}
+    first = buf.transitions[0]
+    assert any(t.trajectory_id.startswith("A#") and t.action == first.action for t in copies)
+    top = buf.search([first.state], [first.action], k=1, exclude="trajectory", query_ids=["A"])[0][0]
+    assert top.trajectory_id.startswith("A#") and (top.state, top.action) == (first.state, first.action)
