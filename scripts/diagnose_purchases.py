@@ -19,7 +19,8 @@ breakdown of that purchase (:func:`dreamgym.observability.webshop_purchases`):
   found / not-found verdict is the real one; ``extra_terms``: named terms that are not the goal's;
 - ``all_checks_right``: every goal term named with its real verdict, and price and type right;
 - ``self_consistent``: the reward it states is the one its own checks imply;
-- ``reward_right``: its success verdict is the real one.
+- ``reward_right``: its success verdict is the real one (and ``success_precision`` / ``success_recall``,
+  the fidelity report's teacher-forced figures for the same answers).
 
 For each false positive (called a success, really a failure) the first cause found, in this order:
 ``unparsed``, ``failed_term_omitted`` (a failing goal term is not checked), ``wrong_check`` (a failing
@@ -40,7 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dreamgym.envs.webshop.checks import page_facts, price_cap  # noqa: E402
-from dreamgym.fidelity import teacher_forced_queries  # noqa: E402
+from dreamgym.fidelity import success_precision_recall, teacher_forced_queries  # noqa: E402
 from dreamgym.observability import webshop_purchases  # noqa: E402
 from dreamgym.provenance import result_meta, write_result  # noqa: E402
 from dreamgym.schema import is_success  # noqa: E402
@@ -119,6 +120,9 @@ def summarise(rows: list[dict]) -> dict:
         vals = [float(r[k]) for r in rows if r.get(k) is not None]
         out[k] = sum(vals) / len(vals) if vals else None
     out["extra_terms"] = sum(r.get("extra_terms", 0) for r in rows) / max(len(rows), 1)
+    tp = sum(r["predicted_success"] and r["real_success"] for r in rows)
+    said, real = sum(r["predicted_success"] for r in rows), sum(r["real_success"] for r in rows)
+    out["success_precision"], out["success_recall"] = success_precision_recall(tp, said - tp, real - tp)
     causes = Counter(r["cause"] for r in rows if "cause" in r)
     out["false_positives"] = sum(causes.values())
     out["causes"] = {c: causes.get(c, 0) for c in CAUSES}
@@ -140,7 +144,7 @@ def diagnose(experience, trajectories) -> dict:
 
 
 def markdown(result: dict) -> str:
-    cols = ["n", *RATES, "false_positives", *CAUSES]
+    cols = ["n", "success_precision", "success_recall", *RATES, "false_positives", *CAUSES]
     lines = ["| source | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for name, row in result.items():
         if name.startswith("_"):

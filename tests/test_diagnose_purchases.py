@@ -62,3 +62,5 @@ def test_diagnosis_tells_a_faithful_rationale_from_a_yes_man():
         "not_derived": 0,
     }
     assert yes["self_consistent"] == 1.0 and yes["reward_right"] == 1 - failures / 16
+    assert yes["success_recall"] == 1.0 and yes["success_precision"] == (16 - failures) / 16
+    assert faithful["success_precision"] == faithful["success_recall"] == 1.0
