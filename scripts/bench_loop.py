@@ -111,6 +111,9 @@ def _table(rows: list[tuple[str, float, int]], total: float) -> str:
     return "\n".join(lines)
 
 
+FILL = "buffer fill"  # growing the buffer for --buffer-sizes: timed apart, not part of an iteration
+
+
 def grow_buffer(buffer, size: int, jitter: float = 0.01, seed: int = 0) -> None:
     """Fill ``buffer`` up to ``size`` transitions with copies of its own (new trajectory ids, vectors
     jittered as in ``bench_retrieval.py``), straight into its index (no ``add``: nothing is timed)."""
@@ -150,7 +153,13 @@ def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: in
         def from_pretrained(cls, *args, **kwargs):
             em = loaded.__func__(cls, *args, **kwargs)
             if em.buffer is not None:
+                fill = [FILL, time.perf_counter(), 0.0]
+                timer._stack.append(fill)  # its own phase, left out of the iteration below
                 grow_buffer(em.buffer, buffer_size)
+                timer._stack.pop()
+                timer.seconds[FILL] += time.perf_counter() - fill[1]
+                if timer._stack:
+                    timer._stack[-1][2] += time.perf_counter() - fill[1]
             return em
 
         ExperienceModel.from_pretrained = classmethod(from_pretrained)
@@ -181,6 +190,7 @@ def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: in
         finally:
             timer.restore()
         wall = time.perf_counter() - t0
+    fill_s = timer.seconds.pop(FILL, 0.0)
     total = sum(timer.seconds.values())
     phases = {k: {"seconds": round(v, 3), "share": round(v / max(total, 1e-9), 4), "calls": timer.calls[k]}
               for k, v in timer.seconds.items()}  # fmt: skip
@@ -196,6 +206,7 @@ def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: in
         "sim_overhead_share": round(1 - forward_s / steps_s, 4) if steps_s else None,
         "wall_s": round(wall, 1),
         "buffer_size": buffer_size,
+        "buffer_fill_s": round(fill_s, 1),
         "table": _table([(k, v, timer.calls[k]) for k, v in timer.seconds.items()], total),
     }
 
