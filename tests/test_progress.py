@@ -71,3 +71,21 @@ def test_planned_progress_bar_total_and_description():
     assert bar.total_train_batches == 30 and bar._get_train_description(0) == "Epoch 0"
     bar._trainer.lightning_module = RL(None)  # a budget decides: the loader's own total
     assert bar.total_train_batches == float("inf")
+
+
+def test_every_step_bounded_fit_config_uses_the_planned_bar():
+    """No fit config shows Lightning's ``Epoch 0/-2`` bar: each that prints step lines (``StepProgress``)
+    also replaces the bar (``PlannedProgressBar``)."""
+    from pathlib import Path
+
+    import yaml
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    checked = 0
+    for path in configs:
+        callbacks = (yaml.safe_load(path.read_text()).get("trainer") or {}).get("callbacks") or []
+        names = {c.get("class_path", "").rsplit(".", 1)[-1] for c in callbacks if isinstance(c, dict)}
+        if "StepProgress" in names:
+            checked += 1
+            assert "PlannedProgressBar" in names, path.name
+    assert checked == 16
