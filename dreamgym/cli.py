@@ -62,17 +62,6 @@ def _lightning_cli(argv: list[str], run: bool = True):
 
     import dreamgym.strategies  # noqa: F401  (registers the deepspeed_cpu* names for --trainer.strategy)
 
-    def _drop_bar_when_disabled(cfg) -> None:
-        """``--trainer.enable_progress_bar false`` with a config that names a progress-bar callback (the
-        shipped ones name ``PlannedProgressBar``): drop the bar instead of Lightning's refusal."""
-        trainer = cfg.get("trainer")
-        if trainer is None or trainer.get("enable_progress_bar") is not False:
-            return
-        callbacks = trainer.get("callbacks") or []
-        trainer["callbacks"] = [
-            c for c in callbacks if not str(c.get("class_path", "")).endswith("ProgressBar")
-        ]
-
     class DreamGymCLI(LightningCLI):
         def before_instantiate_classes(self) -> None:
             cfg = self.config.get(self.subcommand) if self.subcommand else None
@@ -130,6 +119,16 @@ def _parse_error(stage: str, message: str) -> ValueError:
         + (f" -- {' ; '.join(hints)}" if hints else "")
         + f" (`python -m dreamgym {stage} --help` lists the options)"
     )
+
+
+def _drop_bar_when_disabled(cfg) -> None:
+    """``--trainer.enable_progress_bar false`` with a config that names a progress-bar callback (the
+    shipped ones name ``PlannedProgressBar``): drop the bar instead of Lightning's refusal."""
+    trainer = cfg.get("trainer")
+    if trainer is None or trainer.get("enable_progress_bar") is not False:
+        return
+    callbacks = trainer.get("callbacks") or []
+    trainer["callbacks"] = [c for c in callbacks if not str(c.get("class_path", "")).endswith("ProgressBar")]
 
 
 def _resume_last(cfg) -> None:

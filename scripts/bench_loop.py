@@ -79,23 +79,27 @@ class PhaseTimer:
         def timed(*args, **kwargs):
             if only_under and not (timer._stack and timer._stack[-1][0] in only_under):
                 return original(*args, **kwargs)
-            frame = [phase, time.perf_counter(), 0.0]
-            timer._stack.append(frame)
-            try:
-                return original(*args, **kwargs)
-            finally:
-                timer._stack.pop()
-                total = time.perf_counter() - frame[1]
-                timer.seconds[phase] += total - frame[2]
-                timer.inclusive[phase] += total
-                timer.calls[phase] += 1
-                for outer in {f[0] for f in timer._stack} - {phase}:
-                    timer.within[(outer, phase)] += total
-                if timer._stack:
-                    timer._stack[-1][2] += total
+            return timer.run(phase, original, *args, **kwargs)
 
         setattr(owner, attr, timed)
         self._patched.append((owner, attr, original))
+
+    def run(self, phase: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` timed as ``phase``."""
+        frame = [phase, time.perf_counter(), 0.0]
+        self._stack.append(frame)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._stack.pop()
+            total = time.perf_counter() - frame[1]
+            self.seconds[phase] += total - frame[2]
+            self.inclusive[phase] += total
+            self.calls[phase] += 1
+            for outer in {f[0] for f in self._stack} - {phase}:
+                self.within[(outer, phase)] += total
+            if self._stack:
+                self._stack[-1][2] += total
 
     def restore(self) -> None:
         for owner, attr, original in reversed(self._patched):
@@ -152,14 +156,8 @@ def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: in
 
         def from_pretrained(cls, *args, **kwargs):
             em = loaded.__func__(cls, *args, **kwargs)
-            if em.buffer is not None:
-                fill = [FILL, time.perf_counter(), 0.0]
-                timer._stack.append(fill)  # its own phase, left out of the iteration below
-                grow_buffer(em.buffer, buffer_size)
-                timer._stack.pop()
-                timer.seconds[FILL] += time.perf_counter() - fill[1]
-                if timer._stack:
-                    timer._stack[-1][2] += time.perf_counter() - fill[1]
+            if em.buffer is not None:  # timed as its own phase, left out of the iteration below
+                timer.run(FILL, grow_buffer, em.buffer, buffer_size)
             return em
 
         ExperienceModel.from_pretrained = classmethod(from_pretrained)

@@ -67,16 +67,14 @@ def diagnose_purchase(reasoning: str, pred_reward: float | None, t, goal, real) 
     row: dict = {"real_success": real_ok, "predicted_success": said_ok, "reward_right": said_ok == real_ok}
     row["parsed"] = claims is not None and pred_reward is not None
     attrs, opts = list(goal.attributes), list(goal.option_values())
-    failing = [a for a in attrs if a not in real.attrs_matched] + [
-        o for o in opts if o not in real.options_matched
-    ]
+    failing = real.attrs_missed + real.options_missed
     if claims is None:
         row.update({k: None for k in RATES if k not in row})
         row["all_checks_right"] = row["self_consistent"] = False
     else:
-        facts = page_facts(t.state)
-        row["price_copied"] = _close(claims.price, facts.price) if facts.price is not None else None
-        row["cap_copied"] = _close(claims.cap, price_cap(t.instruction)) if price_cap(t.instruction) else None
+        price, cap = page_facts(t.state).price, price_cap(t.instruction)
+        row["price_copied"] = _close(claims.price, price) if price is not None else None
+        row["cap_copied"] = _close(claims.cap, cap) if cap else None
         row["price_right"] = claims.price_ok == real.price_ok
         row["type_right"] = claims.type_ok == (real.r_type >= 1.0)
         named_a = [a for a in attrs if a in claims.attributes]
