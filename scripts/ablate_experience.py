@@ -1,6 +1,6 @@
 """Experience-model ablations of the observability work, same model size, data size and steps.
 
-    python scripts/ablate_experience.py --steps 1800 --variants full old_state verdict old_mix
+    python scripts/ablate_experience.py --steps 800 --variants full old_state verdict old_mix
 
 Variants (each differs from ``full`` in one thing):
 
@@ -71,7 +71,9 @@ def run(variant: str, args) -> Path:
     if not report.exists():
         subprocess.run(
             [sys.executable, "scripts/fidelity_report.py", "--model", str(model), "--episodes", str(args.episodes),
-             "--env-kwargs", json.dumps(v["env_kwargs"]), "--out", str(report)],
+             "--env-kwargs", json.dumps(v["env_kwargs"]), "--scripted", *args.scripted,
+             "--steps-trajectories", str(args.steps_trajectories), "--open-loop", str(args.open_loop),
+             "--out", str(report)],
             check=True,
         )  # fmt: skip
     return report
@@ -80,9 +82,14 @@ def run(variant: str, args) -> Path:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    ap.add_argument("--steps", type=int, default=1800)
+    ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--episodes", type=int, default=200, help="held-out episodes per scripted source")
-    ap.add_argument("--tokenizer", default="artifacts/webshop/tokenizer")
+    ap.add_argument("--scripted", nargs="+", default=["non_oracle", "near_miss"],
+                    help="scripted held-out sources the fidelity report collects (roughly balanced purchases)")
+    ap.add_argument("--steps-trajectories", type=int, default=5, help="episodes for the all-step metrics")
+    ap.add_argument("--open-loop", type=int, default=20, help="episodes for the open-loop check")
+    ap.add_argument("--tokenizer", default="artifacts/webshop_long/tokenizer",
+                    help="the long recipe's tokenizer (every variant shares it)")
     ap.add_argument("--out-dir", default="artifacts/ablations")
     args = ap.parse_args(argv)
     for variant in args.variants:
