@@ -47,6 +47,7 @@ from dreamgym.stages import (
     fit_stage,
     peak_rss_mb,
     policy_episodes,
+    stage_log_dir,
     tokenizer_stage,
 )
 from dreamgym.summary import held_out_comparison, print_summary
@@ -276,13 +277,12 @@ def _rl_yaml(rl_config: str | Path) -> dict:
 
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
-    """The TensorBoard directory the RL config's logger writes to (``save_dir/name``), if it has one."""
-    logger = (_rl_yaml(cfg.rl_config).get("trainer") or {}).get("logger")
-    init = logger.get("init_args", {}) if isinstance(logger, dict) else {}
+    """The TensorBoard directory of the RL stage (:func:`~dreamgym.stages.stage_log_dir`), None when
+    ``rl_args`` switch the logger off."""
     for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
         if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):
             return None
-    return Path(init["save_dir"]) / init.get("name", "lightning_logs") if init.get("save_dir") else None
+    return stage_log_dir(cfg.out_dir / "policy_rl")
 
 
 def rl_paths(rl_config: str | Path, exp: Path, sft: Path) -> list[str]:

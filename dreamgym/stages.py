@@ -22,6 +22,7 @@ __all__ = [
     "collect_stage",
     "tokenizer_stage",
     "fit_stage",
+    "stage_log_dir",
     "policy_episodes",
     "fidelity_stage",
     "count_transitions",
@@ -61,18 +62,50 @@ def tokenizer_stage(cfg: PipelineConfig, train: Path) -> Path:
     return out
 
 
-def fit_stage(config: str, args: list[str], out: Path, export_key: str) -> Path:
-    """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir)."""
+def fit_stage(config: str, args: list[str], out: Path, export_key: str, log_dir: Path | None = None) -> Path:
+    """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir).
+
+    The fit logs (TensorBoard and checkpoints) into ``log_dir`` (default :func:`stage_log_dir`), so an
+    interrupted stage resumes: when a ``last.ckpt`` from a fit with the same config and ``args`` is there,
+    the fit continues from it (``--ckpt_path last``) instead of starting again; a fit with other
+    arguments starts fresh in a new version folder and leaves the old one alone. ``args`` may still switch
+    the logger off (then nothing resumes)."""
     if out.exists():
         return out
     from dreamgym.cli import main as cli_main
 
+    log_dir = stage_log_dir(out) if log_dir is None else log_dir
+    logs = [
+        f"--trainer.logger.init_args.save_dir={log_dir.parent}",
+        f"--trainer.logger.init_args.name={log_dir.name}",
+    ]
+    resume = ["--ckpt_path=last"] if _resumable(log_dir, config, args) else []
     tmp = _fresh(out)
-    cli_main(["fit", "--config", config, *args, f"--{export_key}={tmp}"])
+    cli_main(["fit", "--config", config, *logs, *args, *resume, f"--{export_key}={tmp}"])
     if not tmp.exists():
         raise RuntimeError(f"stage with {config} finished without writing {tmp}; check its `{export_key}`")
     tmp.rename(out)
     return out
+
+
+def stage_log_dir(out: Path) -> Path:
+    """Where the fit stage exporting ``out`` logs: ``<out's folder>/runs/<out's name>``."""
+    return out.parent / "runs" / out.name
+
+
+def _resumable(log_dir: Path, config: str, args: list[str]) -> bool:
+    """Whether ``log_dir`` holds a checkpoint of a fit with this config and these args (recorded in its
+    ``stage.json``); records them for the fit about to start otherwise."""
+    marker, want = log_dir / "stage.json", {"config": str(config), "args": [str(a) for a in args]}
+    found = any(log_dir.glob("version_*/checkpoints/last.ckpt"))
+    if found and marker.exists() and json.loads(marker.read_text()) == want:
+        print(f"[stage] resuming the interrupted fit under {log_dir}", flush=True)
+        return True
+    if found:
+        print(f"[stage] checkpoints under {log_dir} come from other arguments: starting fresh", flush=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(want, indent=1) + "\n")
+    return False
 
 
 def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:

@@ -13,7 +13,8 @@ Variants (each differs from ``full`` in one thing):
 Every variant uses the main job's tokenizer (``--tokenizer``) and ``configs/webshop_experience_sft.yaml``
 with ``--steps`` steps, then ``scripts/fidelity_report.py`` on held-out test episodes collected with the
 variant's own page format. Stages write under ``--out-dir/<variant>/`` and are skipped when their output
-exists (a rerun resumes); the reports land in ``benchmarks/results/ablation_<variant>.json``.
+exists (a rerun resumes; an interrupted SFT continues from its last checkpoint); the reports land in
+``benchmarks/results/ablation_<variant>.json``.
 """
 
 from __future__ import annotations
@@ -53,20 +54,16 @@ def run(variant: str, args) -> Path:
     v, out = VARIANTS[variant], Path(args.out_dir) / variant
     out.mkdir(parents=True, exist_ok=True)
     train, test = _data(out, "train", 600, 200, v), _data(out, "test", 60, 0, v)
-    model = out / "experience_model"
-    if not model.exists():
-        from dreamgym.cli import main as cli_main
+    from dreamgym.stages import fit_stage
 
-        tmp = out / "experience_model.partial"
-        cli_main([
-            "fit", "--config", "configs/webshop_experience_sft.yaml",
-            f"--model.init_args.lm.init_args.tokenizer_path={args.tokenizer}",
-            f"--data.init_args.train_files=[{train}]", f"--data.init_args.val_files=[{test}]",
-            f"--trainer.max_steps={args.steps}", f"--model.init_args.lr_scheduler.init_args.total_steps={args.steps}",
-            "--trainer.limit_val_batches=0", f"--model.init_args.export_dir={tmp}",
-            f"--trainer.logger.init_args.name=ablation_{variant}",
-        ])  # fmt: skip
-        tmp.rename(model)
+    model = fit_stage(
+        "configs/webshop_experience_sft.yaml",
+        [f"--model.init_args.lm.init_args.tokenizer_path={args.tokenizer}",
+         f"--data.init_args.train_files=[{train}]", f"--data.init_args.val_files=[{test}]",
+         f"--trainer.max_steps={args.steps}", f"--model.init_args.lr_scheduler.init_args.total_steps={args.steps}",
+         "--trainer.limit_val_batches=0"],
+        out / "experience_model", "model.init_args.export_dir",
+    )  # fmt: skip
     report = Path("benchmarks/results") / f"ablation_{variant}.json"
     if not report.exists():
         subprocess.run(
@@ -84,12 +81,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--episodes", type=int, default=200, help="held-out episodes per scripted source")
-    ap.add_argument("--scripted", nargs="+", default=["non_oracle", "near_miss"],
-                    help="scripted held-out sources the fidelity report collects (roughly balanced purchases)")
+    ap.add_argument(
+        "--scripted",
+        nargs="+",
+        default=["non_oracle", "near_miss"],
+        help="scripted held-out sources the fidelity report collects (roughly balanced purchases)",
+    )
     ap.add_argument("--steps-trajectories", type=int, default=5, help="episodes for the all-step metrics")
     ap.add_argument("--open-loop", type=int, default=20, help="episodes for the open-loop check")
-    ap.add_argument("--tokenizer", default="artifacts/webshop_long/tokenizer",
-                    help="the long recipe's tokenizer (every variant shares it)")
+    ap.add_argument(
+        "--tokenizer",
+        default="artifacts/webshop_long/tokenizer",
+        help="the long recipe's tokenizer (every variant shares it)",
+    )
     ap.add_argument("--out-dir", default="artifacts/ablations")
     args = ap.parse_args(argv)
     for variant in args.variants:

@@ -3,6 +3,9 @@ step is written back to its replay buffer, so a resumed run must bring the buffe
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from lightning.pytorch.callbacks import Callback
 from rl_toy import LETTERS, LetterEnv  # also registers "letters" (jsonargparse imports this in a subprocess)
 
 from dreamgym.envs.factory import EnvFactory
@@ -63,3 +66,16 @@ class ScriptedSyntheticFactory(EnvFactory):
             ScriptedExperience(), tasks, "fault_toy:EveryActionLetterEnv", [self.batch_size], self.max_steps, self.seed,
             write_back=True,
         )  # fmt: skip
+
+
+class FailOnce(Callback):
+    """Raises once, after training step ``at_step``, unless ``flag`` exists (it creates it): the same
+    arguments give one interrupted fit and then an uninterrupted one."""
+
+    def __init__(self, at_step: int, flag: str):
+        self.at_step, self.flag = at_step, Path(flag)
+
+    def on_train_batch_end(self, trainer, *_):
+        if trainer.global_step == self.at_step and not self.flag.exists():
+            self.flag.touch()
+            raise RuntimeError(f"injected failure after step {self.at_step}")

@@ -103,3 +103,35 @@ def test_sigkill_then_ckpt_path_last_resumes_counters_and_written_back_buffer(tm
     assert after["buffer"][: len(before["buffer"])] == before["buffer"]
     assert len(after["buffer"]) == after["schedule"]["synthetic_transitions"] > len(before["buffer"])
     assert after["schedule"]["real_transitions"] == before["schedule"]["real_transitions"] == 0
+
+
+@pytest.mark.slow
+def test_interrupted_fit_stage_resumes_from_its_checkpoint_and_other_args_start_fresh(tmp_path, capsys):
+    from dreamgym.stages import fit_stage, stage_log_dir
+
+    tok = make_toy_tokenizer(tmp_path / "tok")
+    config = _config(tmp_path, tok)
+    fail = ["--trainer.callbacks+=fault_toy.FailOnce", "--trainer.callbacks.at_step=3",
+            f"--trainer.callbacks.flag={tmp_path / 'failed_once'}"]  # fmt: skip
+    out = tmp_path / "stage" / "policy"
+    with pytest.raises(RuntimeError, match="injected failure after step 3"):
+        fit_stage(str(config), fail, out, "model.init_args.save_dir")
+    ckpts = stage_log_dir(out) / "version_0" / "checkpoints"
+    # nothing looks done; Lightning runs checkpoint callbacks last, so the failure preempted step 3's
+    assert not out.exists() and _state(ckpts / "last.ckpt")["step"] == 2
+
+    assert fit_stage(str(config), fail, out, "model.init_args.save_dir") == out  # same arguments: resumed
+    assert "resuming the interrupted fit" in capsys.readouterr().out
+    assert not (stage_log_dir(out) / "version_1").exists()  # logs continue in the interrupted version
+    after = _state(ckpts / "last.ckpt")
+    assert after["step"] == ITERATIONS and after["schedule"]["iteration"] == ITERATIONS and out.exists()
+
+    other = tmp_path / "stage" / "other"  # a stage fresh in its own folder; and one with changed args
+    stage_log_dir(other).parent.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    shutil.copytree(stage_log_dir(out), stage_log_dir(other))
+    fit_stage(str(config), [*fail, "--seed_everything=1"], other, "model.init_args.save_dir")
+    assert "come from other arguments: starting fresh" in capsys.readouterr().out
+    assert (stage_log_dir(other) / "version_1").exists()  # a new version; the old one is left alone
+    assert _state(stage_log_dir(other) / "version_0" / "checkpoints" / "last.ckpt")["step"] == ITERATIONS

@@ -270,8 +270,6 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     paths = rl_paths(arm.rl_config, simulator, prep.policy_sft)
     args = [
         f"--seed_everything={seed}",
-        f"--trainer.logger.init_args.save_dir={out}",
-        "--trainer.logger.init_args.name=tb",
         *cfg.fill(cfg.common_args, seed),
         *cfg.fill(arm.args, seed),
     ]
@@ -284,6 +282,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         [*paths, *args],
         out / "policy",
         "model.init_args.save_dir",
+        out / "tb",
     )
     if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
         timing_file.write_text(
