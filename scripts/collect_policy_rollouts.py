@@ -43,7 +43,6 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", required=True)
     ap.add_argument("--sample", action="store_true", help="sample (temperature 1) instead of greedy")
     ap.add_argument("--free", action="store_true", help="free decoding instead of constrained")
-    ap.add_argument("--arg-mode", choices=["bag", "span"], help="search-query constraint (default: the config's)")
     ap.add_argument("--batch-size", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=15)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
@@ -51,8 +50,6 @@ def main(argv: list[str] | None = None) -> dict:
     collector = collector_from_config(args.config)
     if args.free:
         collector.constrained = False
-    if args.arg_mode:
-        collector.arg_mode = args.arg_mode
     tasks = list(range(args.first_task, args.first_task + args.tasks))
     try:
         trajs, metrics = collect_policy_trajectories(

@@ -49,30 +49,6 @@ def test_grammar_concrete_actions_and_template(lm):
     assert free.allowed([]) is None and free.allowed_per_step([5, 6]) == [[], []]
 
 
-def test_span_queries_are_runs_of_the_instructions_words(lm):
-    _, tok = lm
-    instruction = "i need a blue bluetooth speaker"
-    g = ActionGrammar(tok, instruction, ["search[<query>]"], max_arg_tokens=40, arg_mode="span")
-    search, close = _enc(tok, " search["), _enc(tok, "]")[-1]
-    words = instruction.split()
-
-    def admitted(query: str) -> bool:  # every token of the query allowed in turn, then "]"
-        ids = _enc(tok, query)
-        return all(t in g.allowed(search + ids[:j]) for j, t in enumerate(ids)) and close in g.allowed(
-            search + ids
-        )
-
-    for i in range(len(words)):  # every run of words, from any start to any end, is admitted
-        for j in range(i + 1, len(words) + 1):
-            assert admitted(" ".join(words[i:j])), words[i:j]
-    assert not admitted("i need a speaker")  # a word dropped from the middle
-    assert not admitted("speaker blue")  # out of order
-    assert close not in g.allowed(search)  # no empty query
-    assert g.allowed(search + _enc(tok, "bluetooth speaker")) == [close]  # the instruction ends here
-    with pytest.raises(ValueError, match="arg_mode"):
-        ActionGrammar(tok, instruction, ["search[<query>]"], arg_mode="words")
-
-
 def test_constrained_rollouts_are_always_valid_in_webshop(lm):
     """A random tiny policy writes garbage; constrained, every action it sends is admissible."""
     model, tok = lm

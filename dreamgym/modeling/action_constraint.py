@@ -7,12 +7,8 @@ turns that list into a token-level grammar for one prompt:
 * a concrete action is its canonical tokenisation ``encode(" " + action)`` followed by EOS; the
   concrete actions form a prefix tree, so at each step the allowed tokens are the tree's children;
 * a template ``name[<...>]`` is ``encode(" name[")``, then 1..``max_arg_tokens`` argument tokens drawn
-  from the instruction, then ``]`` and EOS. ``arg_mode="bag"``: any of the instruction's tokens, in any
-  order (the policy chooses which words to use); ``arg_mode="span"``: one contiguous run of the
-  instruction's words, tokenised as it is when written alone (the policy chooses where the query starts
-  and ends; it cannot drop a word from the middle, the failure of small policies that forget the
-  product noun). WebShop's demonstrators (the expert searches the instruction, the visible-text shopper
-  the instruction without its price clause) write spans, so either mode admits every demonstrated query.
+  from the tokens of the instruction (a bag, in any order: the policy chooses which words to use),
+  then ``]`` and EOS.
 
 The policy then samples from its own distribution *renormalised over the allowed set*:
 ``pi_c(a_j | s, a_<j) = exp(z[a_j]) / sum_{v in A_j} exp(z[v])`` with ``A_j`` the allowed tokens after
@@ -45,7 +41,6 @@ class ActionGrammar:
         instruction: the task instruction (template arguments draw their tokens from it).
         available_actions: the state's admissible actions, concrete or ``name[<...>]`` templates.
         max_arg_tokens: a template argument is closed with ``]`` after this many tokens.
-        arg_mode: ``"bag"`` or ``"span"`` (module docstring).
 
     A state that lists no actions (e.g. a synthetic state the env could not read actions from) gets a
     *free* grammar: every token allowed, recorded as empty sets, i.e. scored unconstrained.
@@ -60,21 +55,15 @@ class ActionGrammar:
         instruction: str,
         available_actions: Sequence[str],
         max_arg_tokens: int = 40,
-        arg_mode: str = "bag",
     ):
-        if arg_mode not in ("bag", "span"):
-            raise ValueError(
-                f"arg_mode={arg_mode!r}: use 'bag' (any instruction tokens) or 'span' (a run of its words)"
-            )
         if tokenizer.eos_token_id is None:
             raise ValueError("ActionGrammar needs a tokenizer with an EOS token (eos_token_id is None)")
         self.eos = int(tokenizer.eos_token_id)
-        self.max_arg_tokens, self.arg_mode = max_arg_tokens, arg_mode
+        self.max_arg_tokens = max_arg_tokens
         close = _encode(tokenizer, "]")
         self.close = close[-1]
         self.root: dict = {}
         self.arg_tokens: list[int] = []
-        self.spans: list[list[int]] = []  # arg_mode="span": the tokens of every suffix of the instruction
         self.free = not available_actions
         for action in available_actions:
             m = ACTION_TEMPLATE.match(action.strip())
@@ -83,9 +72,6 @@ class ActionGrammar:
                 self._insert(prefix)[_ARG] = {}
                 if not self.arg_tokens:
                     self.arg_tokens = self._arg_vocab(tokenizer, instruction)
-                    if arg_mode == "span":
-                        words = instruction.split()
-                        self.spans = [_encode(tokenizer, " ".join(words[i:])) for i in range(len(words))]
             else:
                 node = self._insert(_encode(tokenizer, " " + action.strip()))
                 node[_END] = {}
@@ -134,10 +120,6 @@ class ActionGrammar:
             return [self.eos]
         if len(arg) >= self.max_arg_tokens:
             return [self.close]
-        if self.arg_mode == "span":
-            n, arg = len(arg), list(arg)
-            nxt = {s[n] for s in self.spans if len(s) > n and s[:n] == arg}
-            return sorted(nxt) + ([self.close] if arg else [])
         return self.arg_tokens + ([self.close] if arg else [])
 
     def allowed_per_step(self, response: Sequence[int]) -> list[list[int]]:

@@ -73,9 +73,6 @@ class RolloutCollector:
         max_arg_tokens: with ``constrained``, a template argument (the search query) is closed after
             this many tokens (capped so the whole action fits in ``max_new_tokens``). As in free
             decoding, an action longer than ``max_new_tokens`` is cut, and the env flags it invalid.
-        arg_mode: with ``constrained``, how a template argument draws on the instruction: ``"bag"``
-            (any of its tokens) or ``"span"`` (one contiguous run of its words); see
-            :class:`~dreamgym.modeling.action_constraint.ActionGrammar`.
     """
 
     def __init__(
@@ -87,7 +84,6 @@ class RolloutCollector:
         gen_batch_size: int = 32,
         constrained: bool = False,
         max_arg_tokens: int = 40,
-        arg_mode: str = "bag",
     ):
         self.format = format or PolicyFormat()
         self.format_given = format is not None
@@ -97,7 +93,6 @@ class RolloutCollector:
         self.gen_batch_size = gen_batch_size
         self.constrained = constrained
         self.max_arg_tokens = max(1, min(max_arg_tokens, max_new_tokens - 6))
-        self.arg_mode = arg_mode
 
     def use_format(self, format: PolicyFormat, source: str) -> RolloutCollector:
         """Prompt with ``format`` (the one the policy was trained with, read from ``source``). A ``format``
@@ -183,11 +178,7 @@ class RolloutCollector:
 
     def _grammar(self, tokenizer, ep: Episode) -> ActionGrammar:
         return ActionGrammar(
-            tokenizer,
-            ep.instruction,
-            self.format.listed(ep.available[-1]),
-            self.max_arg_tokens,
-            self.arg_mode,
+            tokenizer, ep.instruction, self.format.listed(ep.available[-1]), self.max_arg_tokens
         )
 
     def _generate(
