@@ -22,6 +22,12 @@ report gives ``purchase_share``, ``score_share``, ``step_share`` (steps whose re
 steps) and, per term kind, the share of purchases where it holds.
 
 Only envs registered here are audited; :func:`audit` raises a clear error for the others.
+
+The same principle on the policy's side (:func:`webshop_choice_audit`): behaviour cloning teaches the
+policy the demonstrator's choices, so a choice the visible page does not support (the oracle expert
+opens its hidden target product) teaches it to guess. For every product opened from a results page,
+the audit asks whether the visible text ranks it first (:func:`dreamgym.envs.webshop.agents.visible_scores`:
+within the price cap, content words shared with the instruction; ties counted apart).
 """
 
 from __future__ import annotations
@@ -33,7 +39,14 @@ from typing import Any
 from dreamgym.modeling.formats import ExperienceFormat, build_prompt, terminated_of
 from dreamgym.schema import Trajectory
 
-__all__ = ["TERM_KINDS", "audit", "webshop_audit", "webshop_purchases", "format_report"]
+__all__ = [
+    "TERM_KINDS",
+    "audit",
+    "webshop_audit",
+    "webshop_purchases",
+    "webshop_choice_audit",
+    "format_report",
+]
 
 TERM_KINDS = ("named", "attributes", "options", "price", "type")
 """Per-purchase checks the WebShop audit reports (each: the share of purchases where it holds)."""
@@ -151,6 +164,53 @@ def webshop_audit(
         row.update({k: (c[k] / n if n else 1.0) for k in TERM_KINDS})
         report[key] = row
     return report
+
+
+def webshop_choice_audit(
+    trajectories: Sequence[Trajectory], success_only: bool = False
+) -> dict[str, dict[str, float]]:
+    """Per data source (the trajectory's ``policy``, plus ``"all"``), the products opened from results
+    pages: ``clicks``, and the shares ``best`` (no listed product scores higher on the visible text and
+    none ties), ``tied`` (best, tied with another listed product), ``below`` (another listed product
+    scores higher) and ``unlisted`` (the id is not on the page). ``success_only``: only successful
+    trajectories (what behaviour cloning keeps)."""
+    from dreamgym.envs.webshop.agents import visible_scores
+    from dreamgym.envs.webshop.checks import listed_products
+
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for traj in trajectories:
+        if success_only and not traj.success:
+            continue
+        for t in traj.transitions:
+            action = t.action.strip()
+            if not (t.state.startswith("[page] results") and action.startswith("click[")):
+                continue
+            products = listed_products(t.state)
+            ids = [pid.lower() for pid, _, _ in products]
+            pid = action[len("click[") : -1].strip().lower()
+            buttons = {
+                ln[len("[button] ") :].strip().lower()
+                for ln in t.state.splitlines()
+                if ln.startswith("[button] ")
+            }
+            if pid in buttons:
+                continue  # next >, back to search: not a product
+            if pid not in ids:
+                kind = "unlisted"
+            else:
+                key = [sc[:2] for sc in visible_scores(traj.instruction, products)]
+                mine, best = key[ids.index(pid)], max(key)
+                kind = "below" if mine < best else ("tied" if key.count(best) > 1 else "best")
+            for source in (traj.policy or "unknown", "all"):
+                counts[source]["clicks"] += 1
+                counts[source][kind] += 1
+    return {
+        src: {
+            "clicks": float(c["clicks"]),
+            **{k: c[k] / c["clicks"] for k in ("best", "tied", "below", "unlisted")},
+        }
+        for src, c in counts.items()
+    }
 
 
 _AUDITS: dict[str, Callable[..., dict[str, dict[str, float]]]] = {"webshop": webshop_audit}

@@ -6,6 +6,11 @@
 ``--data`` audits trajectory files (per ``policy``); ``--collect N`` collects N test- or train-split
 episodes of each scripted source (expert, random, non_oracle, near_miss) with the current item page
 and with the older one (``item_facts=False``) and audits both. See :mod:`dreamgym.observability`.
+``--choices`` (WebShop, with ``--data``) adds the policy-side audit: how often each source's product
+clicks are what the visible results page ranks first (``webshop_choice_audit``; ``--success-only``:
+the trajectories behaviour cloning keeps).
+
+    python scripts/observability_audit.py --data artifacts/webshop_long/offline_train.jsonl --choices --success-only
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dreamgym.collect import collect_trajectories  # noqa: E402
-from dreamgym.observability import audit, format_report  # noqa: E402
+from dreamgym.observability import audit, format_report, webshop_choice_audit  # noqa: E402
 from dreamgym.provenance import result_meta  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
@@ -32,6 +37,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--split", default="test", choices=["train", "val", "test"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--env", default="webshop")
+    ap.add_argument("--choices", action="store_true", help="also audit product choices (WebShop, --data)")
+    ap.add_argument("--success-only", action="store_true", help="choices of successful trajectories only")
     ap.add_argument("--out", default=None, help="write the report as JSON here")
     args = ap.parse_args(argv)
     if not args.data and not args.collect:
@@ -40,6 +47,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.data:
         trajs = [t for path in args.data for t in read_trajectories(path)]
         reports["data"] = audit(args.env, trajs)
+        if args.choices:
+            reports["choices"] = webshop_choice_audit(trajs, success_only=args.success_only)
     if args.collect:
         mix = {name: args.collect * f for name, f in SCRIPTED.items()}
         for label, facts in (("item_facts", True), ("no_item_facts", False)):
@@ -49,12 +58,22 @@ def main(argv: list[str] | None = None) -> dict:
             )  # fmt: skip
             reports[label] = audit(args.env, trajs)
     for label, rep in reports.items():
-        print(f"## {label}\n{format_report(rep)}\n")
+        print(f"## {label}\n{format_choices(rep) if label == 'choices' else format_report(rep)}\n")
     if args.out:
         meta = result_meta("scripts/observability_audit.py", argv)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"_meta": meta, **reports}, indent=2) + "\n")
     return reports
+
+
+def format_choices(report: dict) -> str:
+    """The choice audit as a markdown table, one row per source."""
+    cols = ("best", "tied", "below", "unlisted")
+    lines = ["| source | product clicks | " + " | ".join(cols) + " |", "|---" * (len(cols) + 2) + "|"]
+    for src in sorted(report, key=lambda k: (k == "all", k)):
+        row = report[src]
+        lines.append(f"| {src} | {int(row['clicks'])} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -69,3 +69,34 @@ def test_page_facts_reads_the_item_page(expert_trajs):
 def test_unaudited_env_is_refused():
     with pytest.raises(ValueError, match="no observability audit for env 'alfworld'"):
         audit("alfworld", [])
+
+
+def test_choice_audit_ranks_each_click_by_the_visible_results_page(expert_trajs):
+    from dreamgym.observability import webshop_choice_audit
+
+    # a results page the expert opened a product from; rewrite the click to each listed product
+    traj = next(t for t in expert_trajs if any(x.state.startswith("[page] results") for x in t.transitions))
+    step = next(x for x in traj.transitions if x.state.startswith("[page] results"))
+    instruction = "blue cotton towel, and price lower than 50.00 dollars"
+    state = "\n".join([
+        "[page] results | query: towel | page 1 | total results: 3", "[button] back to search", "[button] next >",
+        "[product] b0aaaaaaaa | Red Wool Blanket | $12.00",
+        "[product] b0bbbbbbbb | Blue Cotton Towel | $60.00",  # the best words, over the cap
+        "[product] b0cccccccc | Blue Cotton Bath Towel | $20.00",  # within the cap, 3 words: best
+        "[product] b0dddddddd | Cotton Towel Blue | $30.00",  # also within the cap, 3 words
+    ])  # fmt: skip
+
+    def report(action, page=state):
+        t = dataclasses.replace(traj, instruction=instruction, transitions=[
+            dataclasses.replace(step, instruction=instruction, state=page, action=action)])  # fmt: skip
+        return webshop_choice_audit([t])
+
+    def shares(action, page=state):
+        return report(action, page)["all"]
+
+    assert shares("click[b0aaaaaaaa]")["below"] == 1.0 and shares("click[b0bbbbbbbb]")["below"] == 1.0
+    assert shares("click[b0cccccccc]")["tied"] == 1.0  # ties with b0dddddddd (same price-ok, 3 words)
+    unique = state.replace("Cotton Towel Blue", "Towel")
+    assert shares("click[b0cccccccc]", unique)["best"] == 1.0
+    assert shares("click[b0zzzzzzzz]")["unlisted"] == 1.0
+    assert report("click[next >]") == {}  # a button is not a product choice

@@ -14,6 +14,7 @@ from dreamgym.envs.webshop.checks import listed_products, price_cap
 __all__ = [
     "WebShopExpert",
     "VisibleTextAgent",
+    "visible_scores",
     "NearMissAgent",
     "NEAR_MISS_MODES",
     "make_webshop_expert",
@@ -155,6 +156,19 @@ def _parse_options(lines: list[str]) -> list[tuple[list[str], str | None]]:
     return groups
 
 
+def visible_scores(
+    instruction: str, products: list[tuple[str, str, list[float]]]
+) -> list[tuple[bool, int, int]]:
+    """What the visible text says about each listed product (``listed_products`` of a results page), as
+    a sort key, larger is better: within the instruction's price cap (when it states one), content words
+    shared between the instruction (without its price clause) and the title, earlier in the list."""
+    words, cap = _content_words(PRICE_CLAUSE.sub("", instruction.lower())), price_cap(instruction)
+    return [
+        (cap is None or (bool(prices) and min(prices) <= cap), len(words & _content_words(title)), -i)
+        for i, (_, title, prices) in enumerate(products)
+    ]
+
+
 class VisibleTextAgent(Agent):
     """A WebShop heuristic that acts from the visible abstract state only (it never reads ``info``).
 
@@ -203,11 +217,7 @@ class VisibleTextAgent(Agent):
             return "click[next >]"
         if not products:
             return "click[< prev]" if "click[< prev]" in actions else "click[back to search]"
-        words, cap = _content_words(PRICE_CLAUSE.sub("", instruction.lower())), price_cap(instruction)
-        scored = [
-            (cap is None or (bool(prices) and min(prices) <= cap), len(words & _content_words(title)), -i)
-            for i, (_, title, prices) in enumerate(products)
-        ]
+        scored = visible_scores(instruction, products)
         ranked = sorted(range(len(products)), key=lambda i: scored[i], reverse=True)
         pick = ranked[1] if self.take_second and len(ranked) > 1 else ranked[0]
         return f"click[{products[pick][0]}]"
