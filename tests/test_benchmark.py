@@ -77,6 +77,8 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     text = write_report(cfg, {"shared": {"eval_tasks": 4}, "runs": runs}).read_text()
     assert "| real_grpo | 2 | 0.375 +- 0.177 | 0.500 +- 0.000 | 1000 | 750 +- 71 |" in text
     assert "| dreamgym_grpo | 1 | 0.500 | 0.500 |" in text and "1 / 0, p = 0.500" in text  # vs the warm start
+    # real_grpo vs DreamGym GRPO, its one record paired with both seeds: 0110 and 0100 against 1100
+    assert text.count(" | 1 / 2, p = 0.875 |") == 1
     assert "**Not run yet** (no record): dreamgym_grpo (seeds [1]); ppo (seeds [0])." in text
     assert "| dreamgym_grpo | 0.14 | 0.14 | 0.14 | 0.567 s |" in text  # (500 - 75) / 750 real steps saved
     body = doc.read_text()

@@ -1,8 +1,8 @@
 """The benchmark report, regenerated from the stored records alone (no model is loaded).
 
 Per arm: held-out success and score (mean +- sample std over seeds), the paired exact McNemar test
-(:func:`dreamgym.stats.mcnemar_exact`) against the warm start and against real-env GRPO (task by task,
-seed with seed; the warm start is greedy and deterministic, so each seed pairs with its one record),
+(:func:`dreamgym.stats.mcnemar_exact`) against the warm start, against real-env GRPO and against
+DreamGym GRPO (the reference of the paper's ablations; task by task, seed with seed; the warm start is greedy and deterministic, so each seed pairs with its one record),
 real transitions split into offline / online / audit, synthetic transitions, fit wall-clock and CPU
 seconds. The cost model projects each arm's wall-clock when a real step costs ``L`` seconds (a live
 website): ``fit_seconds + online * L`` (local env steps are already inside ``fit_seconds``; sessions are
@@ -22,7 +22,7 @@ from dreamgym.stats import mcnemar_exact
 
 __all__ = ["arm_summary", "paired", "crossover_latency", "write_report", "WARM_ARM", "REAL_ARM"]
 
-WARM_ARM, REAL_ARM = "warm_start", "real_grpo"
+WARM_ARM, REAL_ARM, DREAM_ARM = "warm_start", "real_grpo", "dreamgym_grpo"
 MARKER = "<!-- benchmark:{name}:{end} -->"
 SUMMARY_MARKER = "<!-- results:{name}:{end} -->"
 
@@ -149,12 +149,15 @@ def write_report(cfg, results: dict) -> Path:
         + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else ""),
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
-        "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) | vs DreamGym GRPO (only arm / only it, p) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for name, s in summaries.items():
         vs_warm = paired(by_arm[name], by_arm.get(WARM_ARM, [])) if name != WARM_ARM else None
         vs_real = paired(by_arm[name], by_arm.get(REAL_ARM, [])) if name != REAL_ARM else None
+        vs_dream = (
+            paired(by_arm[name], by_arm.get(DREAM_ARM, [])) if name not in (DREAM_ARM, WARM_ARM) else None
+        )
         lines.append(
             f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {s['offline']} | {_fmt(s['online'], 0)} | "
             f"{_fmt(s['audit'], 0)} | {_fmt(s['synthetic'], 0)} | {_fmt(s['fit_seconds'], 0)} | "
@@ -162,6 +165,8 @@ def write_report(cfg, results: dict) -> Path:
             + (f"{int(vs_warm['only_a'])} / {int(vs_warm['only_b'])}, p = {vs_warm['p_one_sided']:.3f}" if vs_warm else "")
             + " | "
             + (f"p = {vs_real['p_one_sided']:.3f}" if vs_real else "")
+            + " | "
+            + (f"{int(vs_dream['only_a'])} / {int(vs_dream['only_b'])}, p = {vs_dream['p_one_sided']:.3f}" if vs_dream else "")
             + " |"
         )  # fmt: skip
     missing = [f"{a.name} (seeds {[s for s in cfg.arm_seeds(a) if f'{a.name}/s{s}' not in runs]})" for a in cfg.arms
