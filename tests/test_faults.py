@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,8 +129,6 @@ def test_interrupted_fit_stage_resumes_from_its_checkpoint_and_other_args_start_
 
     other = tmp_path / "stage" / "other"  # a stage fresh in its own folder; and one with changed args
     stage_log_dir(other).parent.mkdir(parents=True, exist_ok=True)
-    import shutil
-
     shutil.copytree(stage_log_dir(out), stage_log_dir(other))
     fit_stage(str(config), [*fail, "--seed_everything=1"], other, "model.init_args.save_dir")
     assert "come from other arguments: starting fresh" in capsys.readouterr().out

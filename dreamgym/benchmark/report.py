@@ -2,7 +2,8 @@
 
 Per arm: held-out success and score (mean +- sample std over seeds), the paired exact McNemar test
 (:func:`dreamgym.stats.mcnemar_exact`) against the warm start, against real-env GRPO and against
-DreamGym GRPO (the reference of the paper's ablations; task by task, seed with seed; the warm start is greedy and deterministic, so each seed pairs with its one record),
+DreamGym GRPO (the reference of the paper's ablations; task by task, seed with seed; the warm start is
+greedy and deterministic, so each seed pairs with its one record),
 real transitions split into offline / online / audit, synthetic transitions, fit wall-clock and CPU
 seconds. The cost model projects each arm's wall-clock when a real step costs ``L`` seconds (a live
 website): ``fit_seconds + online * L`` (local env steps are already inside ``fit_seconds``; sessions are
