@@ -101,8 +101,10 @@ class ExperienceModel:
             chooses the text, the reward and done; see :mod:`dreamgym.modeling.structured`) or ``"free"``
             (plain decoding; outputs that do not parse become failure states).
         think_budget: most reasoning tokens under structured decoding.
-        cache_implementation: KV cache for generation (``"static"`` default: preallocated, faster on
-            CPU; None: ``transformers``' dynamic cache, e.g. for a model whose class has no static cache).
+        cache_implementation: KV cache for generation: ``"slots"`` (default: the package's decoding loop,
+            a cache written in place whose filled positions alone are read, ended rows dropped; see
+            :mod:`dreamgym.modeling.generation`), or ``"static"`` / ``"dynamic"`` for ``model.generate``
+            with that ``transformers`` cache.
     """
 
     def __init__(
@@ -118,7 +120,7 @@ class ExperienceModel:
         max_prompt_tokens: int | None = None,
         decoding: str = "structured",
         think_budget: int = 160,
-        cache_implementation: str | None = "static",
+        cache_implementation: str | None = "slots",
     ):
         if decoding not in DECODINGS:
             raise ValueError(f"ExperienceModel.decoding={decoding!r}; choose one of {DECODINGS}")

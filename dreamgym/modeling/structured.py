@@ -128,13 +128,18 @@ class OutcomeGrammar(LogitsProcessor):
 
     def _start(self, batch: int) -> None:
         self.rows = [
-            {"phase": "start", "queue": [], "think": 0, "score": 0, "cut": False, "slot": None}
-            for _ in range(batch)
+            {"phase": "start", "queue": [], "think": 0, "score": 0, "cut": False, "slot": None, "row": r}
+            for r in range(batch)
         ]
         self.forced_close = [False] * batch
 
+    def select_rows(self, kept: Sequence[int]) -> None:
+        """Keep only the rows at positions ``kept`` of the current batch (the decoder dropped the others,
+        which have ended); :attr:`forced_close` stays indexed by the batch's original rows."""
+        self.rows = [self.rows[i] for i in kept]
+
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if self.rows is None or len(self.rows) != input_ids.shape[0]:
+        if self.rows is None:
             self._start(input_ids.shape[0])
         used = input_ids.shape[1] - self.width
         out = scores
@@ -153,7 +158,7 @@ class OutcomeGrammar(LogitsProcessor):
                 kept = out[r, allowed].clone()
                 out[r] = -float("inf")
                 out[r, allowed] = torch.nan_to_num(kept, nan=-1e9, neginf=-1e9)
-            self.forced_close[r] = row["cut"]
+            self.forced_close[row["row"]] = row["cut"]
         return out
 
     def _force(self, row: dict, text: str, phase: str) -> int:

@@ -1,0 +1,93 @@
+"""The experience model's decoding, side by side: ``model.generate`` with a static cache against the
+package's decoding loop (``cache_implementation="slots"``), on the same prompts in the same process.
+
+    python scripts/bench_decode.py --experience artifacts/webshop_long/experience_model_onpolicy \
+        --episodes artifacts/webshop_long/offline_test.jsonl --batches 4 --rounds 2 \
+        --out benchmarks/results/decode_webshop.json
+
+Prompts: the experience model's own (retrieval included) for every step of the held-out episodes in
+``--episodes``, shuffled with a fixed seed, ``--batch`` rows per call (the synthetic env's slots); each
+round runs every batch once per engine, the engines alternating so a change in the machine's load
+touches both. Reported per engine: wall seconds, generated tokens, tokens/s; and how many outputs of the
+two engines are the same text (greedy decoding: all should be).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery  # noqa: E402
+from dreamgym.provenance import result_meta, write_result  # noqa: E402
+from dreamgym.schema import read_trajectories  # noqa: E402
+
+ENGINES = ("static", "slots")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--experience", default="artifacts/webshop_long/experience_model_onpolicy")
+    ap.add_argument("--episodes", default="artifacts/webshop_long/offline_test.jsonl")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--batches", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    torch.manual_seed(0)
+    em = ExperienceModel.from_pretrained(args.experience, batch_size=args.batch)
+    queries = [
+        ExperienceQuery(t.instruction, [x.action for x in t.transitions[: tr.step]], tr.state, tr.action)
+        for t in read_trajectories(args.episodes)
+        for tr in t.transitions
+    ]
+    random.Random(0).shuffle(queries)
+    batches = [em.prompts(queries[i * args.batch : (i + 1) * args.batch]) for i in range(args.batches)]
+    structured = em.decoding == "structured"
+    em.generate(batches[0][:2], structured=structured)  # warm-up
+    wall = dict.fromkeys(ENGINES, 0.0)
+    texts: dict[str, list[str]] = {e: [] for e in ENGINES}
+    for rnd in range(args.rounds):
+        for prompts in batches:
+            for engine in ENGINES if rnd % 2 == 0 else ENGINES[::-1]:
+                em.cache_implementation = engine
+                t0 = time.perf_counter()
+                out = em.generate(prompts, structured=structured)
+                wall[engine] += time.perf_counter() - t0
+                if rnd == 0:
+                    texts[engine] += out
+    tok = em.tokenizer
+    tokens = sum(len(tok.encode(t, add_special_tokens=False)) for t in texts["slots"]) * args.rounds
+    per = {
+        e: {
+            "wall_s": round(wall[e], 2),
+            "generated_tokens": tokens,
+            "tokens_per_s": round(tokens / wall[e], 1),
+        }
+        for e in ENGINES
+    }
+    result = {
+        "_meta": result_meta("scripts/bench_decode.py", argv),
+        "rows": args.batch,
+        "batches": args.batches,
+        "rounds": args.rounds,
+        "threads": torch.get_num_threads(),
+        "engines": per,
+        "speedup": round(wall["static"] / wall["slots"], 3),
+        "same_outputs": sum(a == b for a, b in zip(texts["static"], texts["slots"], strict=True)),
+        "outputs": len(texts["slots"]),
+    }
+    print(result)
+    if args.out:
+        write_result(args.out, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
