@@ -12,7 +12,7 @@ GAE estimator relies on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from tensordict import tensorclass
@@ -20,6 +20,11 @@ from tensordict import tensorclass
 from dreamgym.modeling.forward import pad_rows
 
 __all__ = ["RolloutBatch", "Turn", "build_rollout_batch"]
+
+
+_TOKEN_FIELDS = frozenset(
+    {"input_ids", "attention_mask", "action_mask", "old_log_probs", "ref_log_probs", "allowed_ids"}
+)
 
 
 @tensorclass
@@ -46,6 +51,23 @@ class RolloutBatch:
     invalid: torch.Tensor  # (N,) bool           the env flagged the action invalid (a no-op)
     allowed_ids: torch.Tensor  # (N, L, K) int64  constrained decoding: token ids allowed at each response
     # position (-1 = padding); K = 0 when no turn was constrained. See dreamgym.modeling.action_constraint.
+
+    def trimmed(self) -> RolloutBatch:
+        """These turns with the token-level fields cut after the last column any of them uses.
+
+        A batch is padded to its longest turn; a (micro-)batch of shorter turns run at that width spends
+        its forward and backward passes on padding (masked out, so the numbers do not change)."""
+        used = self.attention_mask.any(0).nonzero()
+        width = int(used.max()) + 1 if used.numel() else 1
+        if width == self.input_ids.shape[1]:
+            return self
+        return RolloutBatch(
+            **{
+                f.name: getattr(self, f.name)[:, :width] if f.name in _TOKEN_FIELDS else getattr(self, f.name)
+                for f in fields(self)
+            },
+            batch_size=self.batch_size,
+        )
 
     def episode_rewards(self) -> torch.Tensor:
         """(E,) summed reward of each episode, indexed by ``episode_id`` (E = max id + 1)."""

@@ -29,7 +29,8 @@ def score_rollout(
     batch_size: int = 16,
 ) -> None:
     """Fill ``rollout``'s ``old_log_probs`` (0 off the action mask), ``ref_log_probs`` when ``ref_logits``
-    is given, and ``old_values`` with a ``critic``, in chunks of ``batch_size`` turns.
+    is given, and ``old_values`` with a ``critic``, in chunks of ``batch_size`` turns of similar length, each
+    run at its own width (:meth:`~dreamgym.rl.rollout.RolloutBatch.trimmed`).
 
     Args:
         rollout: the batch, on the policy's device.
@@ -42,18 +43,21 @@ def score_rollout(
     was = policy.training
     policy.eval()
     shared = critic is not None and critic.shares_backbone
+    order = rollout.attention_mask.sum(1).argsort(descending=True, stable=True)  # similar lengths together
     for s in range(0, rollout.batch_size[0], batch_size):
-        mb, rows = rollout[s : s + batch_size], slice(s, s + batch_size)
+        rows = order[s : s + batch_size]
+        mb = rollout[rows].trimmed()
+        end = mb.input_ids.shape[1]
         out, start = forward_from_first_target(
             policy, mb.input_ids, mb.attention_mask, mb.action_mask, output_hidden_states=shared
         )
         ids, allowed, act = mb.input_ids[:, start:], mb.allowed_ids[:, start:], mb.action_mask[:, start:]
         rollout.old_log_probs[rows] = 0.0
-        rollout.old_log_probs[rows, start:] = token_log_probs(out.logits, ids, allowed) * act
+        rollout.old_log_probs[rows, start:end] = token_log_probs(out.logits, ids, allowed) * act
         if ref_logits is not None:
             ref = ref_logits(mb.input_ids, mb.attention_mask, mb.action_mask)
             rollout.ref_log_probs[rows] = 0.0
-            rollout.ref_log_probs[rows, start:] = token_log_probs(ref, ids, allowed) * act
+            rollout.ref_log_probs[rows, start:end] = token_log_probs(ref, ids, allowed) * act
         if critic is not None:
             hidden = out.hidden_states[-1] if shared else None
             rollout.old_values[rows] = critic.values(mb.input_ids, mb.attention_mask, mb.action_mask, hidden)

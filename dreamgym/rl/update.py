@@ -1,7 +1,9 @@
 """The optimisation step of PPO/GRPO: ``epochs`` passes of ``minibatches`` optimizer steps over a scored
 rollout batch, each minibatch run in micro-batches whose gradients are accumulated.
 
-Micro-batch ``j`` of a minibatch is weighted ``w_tok = tokens_j / tokens_minibatch`` (token-mean terms)
+A minibatch's turns are ordered by length and each micro-batch is cut to its own longest turn
+(:meth:`~dreamgym.rl.rollout.RolloutBatch.trimmed`): the sum over micro-batches is the same, the padding
+is not run. Micro-batch ``j`` of a minibatch is weighted ``w_tok = tokens_j / tokens_minibatch`` (token-mean terms)
 and ``w_turn = turns_j / turns_minibatch`` (the value loss), so the accumulated gradient equals the
 whole minibatch's while peak memory stays bounded by the micro-batch. The trainer-specific parts
 (backward under a strategy, gradient clipping, the optimizer step) come in as callables.
@@ -47,12 +49,16 @@ def minibatch_updates(
     for _ in range(epochs):
         perm = torch.randperm(n, device=rollout.device)
         for idx in torch.tensor_split(perm, minibatches):
-            mb = rollout[idx] if idx.numel() else rollout[perm[:1]]
+            if not idx.numel():
+                idx = perm[:1]
+            # longest turns first, so each micro-batch holds turns of similar length and runs at its own width
+            idx = idx[rollout.attention_mask[idx].sum(1).argsort(descending=True, stable=True)]
+            mb = rollout[idx]
             tokens = float(mb.action_mask.sum().clamp_min(1))
             zero_grad()
             step_parts: dict[str, float] = {}
             for s in range(0, mb.batch_size[0], micro_batch_size):
-                micro = mb[s : s + micro_batch_size]
+                micro = mb[s : s + micro_batch_size].trimmed()
                 w_tok = float(micro.action_mask.sum()) / tokens
                 w_turn = micro.batch_size[0] / mb.batch_size[0]
                 parts = loss_fn(micro, w_tok, w_turn)
