@@ -134,3 +134,24 @@ def test_unknown_keywords_are_refused(lm):
     model, tok = lm
     with pytest.raises(TypeError, match="num_beams"):
         generate_ids(model, _prompts(tok, 1), 4, pad_id(tok), tok.eos_token_id, num_beams=2)
+
+
+class PassThrough:
+    def __call__(self, input_ids, scores):
+        return scores
+
+
+def test_sampling_without_dropped_rows_draws_what_model_generate_draws(lm):
+    """With a processor that cannot follow dropped rows (the policy's action grammar), the batch keeps its
+    shape, so one seed samples the same tokens as ``model.generate`` (earlier records stay reproducible)."""
+    model, tok = lm
+    eos, pad = tok.eos_token_id, pad_id(tok)
+    prompts = _prompts(tok, 5)
+    out = {}
+    for cache in ("dynamic", "slots"):
+        torch.manual_seed(3)
+        out[cache] = generate_ids(
+            model, prompts, 20, pad, eos, processor_factory=lambda w, rows: PassThrough(),
+            do_sample=True, temperature=1.0, top_k=0, top_p=1.0, cache_implementation=cache,
+        )  # fmt: skip
+    assert out["slots"] == [_until_eos(ids, eos) for ids in out["dynamic"]]
