@@ -118,6 +118,8 @@ def _decode(
     ``model.generate`` does. The processor sees ``input_ids`` (rows still in the batch, prompt columns
     then generated ones) and the next-token scores, as a ``transformers`` ``LogitsProcessor``.
     """
+    if stop_strings and tokenizer is None:
+        raise ValueError("generate_ids: stop_strings need the tokenizer (pass tokenizer=...) to read the text")
     batch, width = ids.shape
     device = ids.device
     layers = [_Slots(width + max_new_tokens) for _ in range(model.config.get_text_config().num_hidden_layers)]
@@ -127,14 +129,14 @@ def _decode(
     attn = torch.zeros((batch, width + max_new_tokens), dtype=torch.long, device=device)
     attn[:, :width] = mask
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    rows = torch.arange(batch, device=device)  # original index of each row still in the batch
+    rows = list(range(batch))  # original index of each row still in the batch
     out: list[list[int]] = [[] for _ in range(batch)]
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
-    eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
+    done = [False] * batch
+    eos, stops = set(eos_ids), tuple(stop_strings or ())
+    longest_stop = max(map(len, stops), default=0)
     warpers = _warpers(model, kwargs) if do_sample else None
     compacts = processor is None or callable(getattr(processor, "select_rows", None))
     inputs, positions = ids, pos
-    longest_stop = max((len(s) for s in stop_strings or ()), default=0)
     for step in range(max_new_tokens):
         n = width + step
         logits = model(
@@ -144,33 +146,35 @@ def _decode(
         if processor is not None:
             logits = processor(seqs[:, :n], logits)
         if do_sample:
-            probs = torch.softmax(warpers(seqs[:, :n], logits), dim=-1)
-            token = torch.multinomial(probs, 1).squeeze(1)
+            token = torch.multinomial(torch.softmax(warpers(seqs[:, :n], logits), dim=-1), 1).squeeze(1)
         else:
             token = logits.argmax(-1)
-        token = torch.where(done, torch.full_like(token, pad_token_id), token)
-        seqs[:, n], attn[:, n] = token, (~done).long()
-        ended = torch.isin(token, eos) & ~done
-        for r in (~done).nonzero().flatten().tolist():
-            i = int(rows[r])
-            out[i].append(int(token[r]))
-            if longest_stop and not ended[r]:
-                tail = tokenizer.decode(out[i][-longest_stop:], skip_special_tokens=False)
-                ended[r] = any(tail.endswith(s) for s in stop_strings)
-        done |= ended
-        if bool(done.all()):
+        live = torch.tensor([not d for d in done], device=device)
+        token = torch.where(live, token, torch.full_like(token, pad_token_id))
+        seqs[:, n], attn[:, n] = token, live.long()
+        ended = [False] * len(rows)
+        for r, t in enumerate(token.tolist()):  # one device sync per step
+            if done[r]:
+                continue
+            ids_r = out[rows[r]]
+            ids_r.append(t)
+            ended[r] = t in eos or (
+                longest_stop > 0
+                and tokenizer.decode(ids_r[-longest_stop:], skip_special_tokens=False).endswith(stops)
+            )
+        done = [d or e for d, e in zip(done, ended, strict=True)]
+        if all(done):
             break
-        positions = positions[:, -1:] + 1
-        inputs = token[:, None]
-        if compacts and bool(ended.any()):
-            keep = (~done).nonzero().flatten()
+        positions, inputs = positions[:, -1:] + 1, token[:, None]
+        if compacts and any(ended):
+            kept = [r for r, d in enumerate(done) if not d]
+            keep = torch.tensor(kept, device=device)
             for layer in layers:
                 layer.batch_select_indices(keep)
-            seqs, attn, positions, inputs, rows, done = (
-                t[keep] for t in (seqs, attn, positions, inputs, rows, done)
-            )
+            seqs, attn, positions, inputs = (t[keep] for t in (seqs, attn, positions, inputs))
+            rows, done = [rows[r] for r in kept], [False] * len(kept)
             if processor is not None:
-                processor.select_rows(keep.tolist())
+                processor.select_rows(kept)
     return out
 
 
