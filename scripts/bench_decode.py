@@ -14,15 +14,16 @@ two engines are the same text (greedy decoding: all should be).
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from profile_decode import experience_parser  # noqa: E402
 
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery  # noqa: E402
 from dreamgym.provenance import result_meta, write_result  # noqa: E402
@@ -32,13 +33,9 @@ ENGINES = ("static", "slots")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--experience", default="artifacts/webshop_long/experience_model_onpolicy")
-    ap.add_argument("--episodes", default="artifacts/webshop_long/offline_test.jsonl")
-    ap.add_argument("--batch", type=int, default=16)
+    ap = experience_parser(__doc__)
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     em = ExperienceModel.from_pretrained(args.experience, batch_size=args.batch)

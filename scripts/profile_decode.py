@@ -28,13 +28,20 @@ from dreamgym.provenance import result_meta, write_result  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def experience_parser(description: str) -> argparse.ArgumentParser:
+    """The options of the decoding scripts (this one and ``bench_decode.py``): the experience model, the
+    held-out episodes its prompts come from, the rows per generation and the result file."""
+    ap = argparse.ArgumentParser(description=description.split("\n\n")[0])
     ap.add_argument("--experience", default="artifacts/webshop_long/experience_model_onpolicy")
     ap.add_argument("--episodes", default="artifacts/webshop_long/offline_test.jsonl")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=16, help="rows per generation (the synthetic env's slots)")
     ap.add_argument("--out", default=None)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = experience_parser(__doc__)
+    ap.add_argument("--top", type=int, default=12)
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     em = ExperienceModel.from_pretrained(args.experience, batch_size=args.batch)

@@ -119,7 +119,9 @@ def _decode(
     then generated ones) and the next-token scores, as a ``transformers`` ``LogitsProcessor``.
     """
     if stop_strings and tokenizer is None:
-        raise ValueError("generate_ids: stop_strings need the tokenizer (pass tokenizer=...) to read the text")
+        raise ValueError(
+            "generate_ids: stop_strings need the tokenizer (pass tokenizer=...) to read the text"
+        )
     batch, width = ids.shape
     device = ids.device
     layers = [_Slots(width + max_new_tokens) for _ in range(model.config.get_text_config().num_hidden_layers)]
