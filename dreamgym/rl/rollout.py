@@ -52,6 +52,12 @@ class RolloutBatch:
     allowed_ids: torch.Tensor  # (N, L, K) int64  constrained decoding: token ids allowed at each response
     # position (-1 = padding); K = 0 when no turn was constrained. See dreamgym.modeling.action_constraint.
 
+    def longest_first(self, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``rows`` (default: all) ordered by turn length, longest first (ties keep their order): chunks
+        of consecutive rows then hold turns of similar length, each run at its own width (:meth:`trimmed`)."""
+        rows = torch.arange(self.batch_size[0], device=self.device) if rows is None else rows
+        return rows[self.attention_mask[rows].sum(1).argsort(descending=True, stable=True)]
+
     def trimmed(self) -> RolloutBatch:
         """These turns with the token-level fields cut after the last column any of them uses.
 

@@ -43,7 +43,7 @@ def score_rollout(
     was = policy.training
     policy.eval()
     shared = critic is not None and critic.shares_backbone
-    order = rollout.attention_mask.sum(1).argsort(descending=True, stable=True)  # similar lengths together
+    order = rollout.longest_first()
     for s in range(0, rollout.batch_size[0], batch_size):
         rows = order[s : s + batch_size]
         mb = rollout[rows].trimmed()

@@ -49,11 +49,7 @@ def minibatch_updates(
     for _ in range(epochs):
         perm = torch.randperm(n, device=rollout.device)
         for idx in torch.tensor_split(perm, minibatches):
-            if not idx.numel():
-                idx = perm[:1]
-            # longest turns first, so each micro-batch holds turns of similar length and runs at its own width
-            idx = idx[rollout.attention_mask[idx].sum(1).argsort(descending=True, stable=True)]
-            mb = rollout[idx]
+            mb = rollout[rollout.longest_first(idx if idx.numel() else perm[:1])]
             tokens = float(mb.action_mask.sum().clamp_min(1))
             zero_grad()
             step_parts: dict[str, float] = {}
