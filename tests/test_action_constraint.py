@@ -4,10 +4,11 @@ import math
 
 import pytest
 import torch
+from transformers import LogitsProcessorList
 
 from dreamgym.envs import make_env
 from dreamgym.envs.webshop import WebShopEnv
-from dreamgym.modeling.action_constraint import ActionGrammar, allowed_fn
+from dreamgym.modeling.action_constraint import ActionGrammar, ActionGrammarProcessor
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.collector import RolloutCollector
 from dreamgym.rl.losses import entropy_from_logits, token_log_probs
@@ -86,7 +87,7 @@ def test_constrained_log_probs_match_the_sampling_distribution(lm):
     torch.manual_seed(0)
     out = model.generate(
         input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=True, top_k=0,
-        prefix_allowed_tokens_fn=allowed_fn([g], len(prompt), model.config.vocab_size), output_scores=True, return_dict_in_generate=True,
+        logits_processor=LogitsProcessorList([ActionGrammarProcessor([g], len(prompt))]), output_scores=True, return_dict_in_generate=True,
         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
     )  # fmt: skip
     resp = out.sequences[0, len(prompt) :].tolist()
@@ -124,3 +125,47 @@ def test_constrained_log_prob_and_entropy_by_hand():
         + entropy_from_logits(z, torch.tensor([[False, True]]), allowed)
     ).backward()
     assert torch.isfinite(z.grad).all()
+
+
+def test_grammar_rows_leave_the_batch_with_model_generate_s_greedy_tokens(lm):
+    """Greedy decoding under the grammar: the decoding loop (ended rows leave the batch, the processor
+    follows them) writes what ``model.generate`` with ``prefix_allowed_tokens_fn`` writes."""
+    from transformers.generation.logits_process import PrefixConstrainedLogitsProcessor
+
+    from dreamgym.modeling.generation import generate_ids
+
+    model, tok = lm
+    model.eval()
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    states = [
+        ("find a red mug", ["click[red]", "click[buy now]", "search[<query>]"]),
+        ("i want blue socks under 10 dollars", ["search[<query>]"]),
+        ("a green lamp", ["click[back to search]", "click[b0001]", "click[b0002]"]),
+        ("anything", []),  # a free grammar
+    ]
+    grammars = [ActionGrammar(tok, i, a, max_arg_tokens=6) for i, a in states]
+    prompts = [[tok.bos_token_id] + _enc(tok, f"Instruction: {i}\nAction:") for i, _ in states]
+    seen = []
+
+    def ours(width, rows):
+        seen.append(ActionGrammarProcessor([grammars[i] for i in rows], width))
+        return seen[-1]
+
+    def upstream(width, rows):
+        gs = [grammars[i] for i in rows]
+        vocab = list(range(model.config.vocab_size))
+
+        def fn(b, ids):
+            a = gs[b].allowed(ids[width:].tolist())
+            return vocab if a is None else a
+
+        return PrefixConstrainedLogitsProcessor(fn, 1)
+
+    fast = generate_ids(model, prompts, 12, pad, eos, batch_size=4, processor_factory=ours)
+    slow = generate_ids(
+        model, prompts, 12, pad, eos, batch_size=4, processor_factory=upstream, cache_implementation="static"
+    )
+    assert fast == [s[: s.index(eos) + 1] if eos in s else s for s in slow]
+    assert len(seen[0].grammars) < 4  # ended rows did leave the batch
+    for g, ids in zip(grammars[:3], fast[:3], strict=True):
+        assert all(t in a for t, a in zip(ids, g.allowed_per_step(ids), strict=True))

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+
 from dreamgym.envs.base import ACTION_TEMPLATE
 
-__all__ = ["ACTION_TEMPLATE", "ActionGrammar", "allowed_fn"]
+__all__ = ["ACTION_TEMPLATE", "ActionGrammar", "ActionGrammarProcessor"]
 
 _END = -1  # trie key: a complete concrete action ends here (EOS follows)
 _ARG = -2  # trie key: a template argument starts here
@@ -129,15 +131,41 @@ class ActionGrammar:
         return [self.allowed(response[:j]) for j in range(len(response))]
 
 
-def allowed_fn(grammars: Sequence[ActionGrammar], prompt_width: int, vocab_size: int):
-    """A ``prefix_allowed_tokens_fn`` for ``model.generate`` over left-padded prompts of one width."""
-    everything = list(range(vocab_size))
+class ActionGrammarProcessor:
+    """A ``transformers`` ``LogitsProcessor`` that keeps each row's scores on its grammar's allowed tokens.
 
-    def fn(batch_id: int, input_ids) -> list[int]:
-        a = grammars[batch_id].allowed(input_ids[prompt_width:].tolist())
-        return everything if a is None else a
+    Row ``r`` of the batch is generated under ``grammars[r]``; the new tokens are the columns after
+    ``prompt_width`` (left-padded prompts of one width). Scores outside ``A_j`` become ``-inf`` (a free
+    grammar leaves its row as it is), the masking ``model.generate``'s ``prefix_allowed_tokens_fn`` does,
+    written for the whole batch at once. :meth:`select_rows` follows the rows that stay when ended rows
+    leave the batch (:func:`dreamgym.modeling.generation.generate_ids`).
+    """
 
-    return fn
+    def __init__(self, grammars: Sequence[ActionGrammar], prompt_width: int):
+        self.grammars, self.width = list(grammars), prompt_width
+
+    def select_rows(self, kept: Sequence[int]) -> None:
+        self.grammars = [self.grammars[r] for r in kept]
+
+    def __call__(self, input_ids, scores):
+        if len(self.grammars) != scores.shape[0]:
+            raise ValueError(
+                f"ActionGrammarProcessor has {len(self.grammars)} grammars for a batch of {scores.shape[0]} rows"
+            )
+        new = input_ids[:, self.width :].tolist()  # one device sync per step
+        rows, cols, free = [], [], []
+        for r, g in enumerate(self.grammars):
+            allowed = g.allowed(new[r])
+            if allowed is None:
+                free.append(r)
+            else:
+                rows += [r] * len(allowed)
+                cols += allowed
+        mask = torch.full_like(scores, -torch.inf)
+        mask[torch.tensor(rows, dtype=torch.long), torch.tensor(cols, dtype=torch.long)] = 0.0
+        if free:
+            mask[free] = 0.0
+        return scores + mask
 
 
 def _encode(tokenizer, text: str) -> list[int]:

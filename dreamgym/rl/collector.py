@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers.generation.logits_process import PrefixConstrainedLogitsProcessor
 
 from dreamgym.envs.episodes import Episode, episode_metrics, run_episodes
-from dreamgym.modeling.action_constraint import ActionGrammar, allowed_fn
+from dreamgym.modeling.action_constraint import ActionGrammar, ActionGrammarProcessor
 from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.generation import generate_ids
 from dreamgym.modeling.policy_format import PolicyFormat
@@ -197,12 +196,9 @@ class RolloutCollector:
         )
         factory = None
         if grammars is not None:
-            vocab = model.get_output_embeddings().weight.shape[0]
 
             def factory(width: int, rows: list[int]):
-                return PrefixConstrainedLogitsProcessor(
-                    allowed_fn([grammars[i] for i in rows], width, vocab), 1
-                )
+                return ActionGrammarProcessor([grammars[i] for i in rows], width)
 
         new = generate_ids(
             model, prompts, self.max_new_tokens, pad_id(codec.tokenizer, codec.stop_ids[0]), codec.stop_ids,
