@@ -64,11 +64,14 @@ def _lightning_cli(argv: list[str], run: bool = True):
 
     class DreamGymCLI(LightningCLI):
         def before_instantiate_classes(self) -> None:
-            cfg = self.config.get(self.subcommand) if self.subcommand else None
+            cfg = (
+                self.config.get(self.subcommand) if self.subcommand else self.config
+            )  # run=False: no subcommand
             if cfg is not None and cfg.get("ckpt_path") == "last":
                 _resume_last(cfg)
             if cfg is not None:
                 _drop_bar_when_disabled(cfg)
+                _fill_precision(cfg)
 
         def add_arguments_to_parser(self, parser):
             # Values that must agree are given once. A link whose source does not exist for the chosen
@@ -129,6 +132,22 @@ def _drop_bar_when_disabled(cfg) -> None:
         return
     callbacks = trainer.get("callbacks") or []
     trainer["callbacks"] = [c for c in callbacks if not str(c.get("class_path", "")).endswith("ProgressBar")]
+
+
+def _fill_precision(cfg) -> None:
+    """An unset ``trainer.precision``: ``bf16-mixed`` where the device has fast bf16 matmuls, else
+    ``32-true`` (:func:`dreamgym.precision.auto_precision`); a given value is kept."""
+    from dreamgym.precision import auto_precision
+
+    trainer = cfg.get("trainer")
+    if trainer is None or trainer.get("precision") is not None:
+        return
+    strategy = trainer.get("strategy")
+    strategy = strategy if isinstance(strategy, str) else getattr(strategy, "class_path", strategy)
+    trainer["precision"] = auto_precision(trainer.get("accelerator"), strategy)
+    print(
+        f"[dreamgym] trainer.precision: {trainer['precision']} (not set; chosen for this device)", flush=True
+    )
 
 
 def _resume_last(cfg) -> None:

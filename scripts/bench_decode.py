@@ -8,8 +8,13 @@ package's decoding loop (``cache_implementation="slots"``), on the same prompts 
 Prompts: the experience model's own (retrieval included) for every step of the held-out episodes in
 ``--episodes``, shuffled with a fixed seed, ``--batch`` rows per call (the synthetic env's slots); each
 round runs every batch once per engine, the engines alternating so a change in the machine's load
-touches both. Reported per engine: wall seconds, generated tokens, tokens/s; and how many outputs of the
-two engines are the same text (greedy decoding: all should be).
+touches each. Reported per engine: wall seconds, generated tokens, tokens/s; and how many of its outputs
+are the same text as the first engine's (greedy decoding with the same numerics: all should be) and
+carry the same reward and done.
+
+``--engines static slots slots+bf16``: ``+bf16`` runs that engine under bf16 autocast (what
+``trainer.precision: bf16-mixed`` does to the synthetic env inside RL), so the same command measures what
+mixed precision changes in the experience model's greedy outputs.
 """
 
 from __future__ import annotations
@@ -32,11 +37,22 @@ from dreamgym.schema import read_trajectories  # noqa: E402
 ENGINES = ("static", "slots")
 
 
+def _run(em, engine: str, prompts: list[str], structured: bool) -> list[str]:
+    """``em.generate`` with the cache ``engine`` names (``+bf16``: under bf16 autocast)."""
+    cache, _, precision = engine.partition("+")
+    em.cache_implementation = cache
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        return em.generate(prompts, structured=structured)
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = experience_parser(__doc__)
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--engines", nargs="+", default=list(ENGINES),
+                    help="static, slots, or either with +bf16 (bf16 autocast); the first is the reference")  # fmt: skip
     args = ap.parse_args(argv)
+    engines = tuple(args.engines)
     torch.manual_seed(0)
     em = ExperienceModel.from_pretrained(args.experience, batch_size=args.batch)
     queries = [
@@ -48,27 +64,29 @@ def main(argv: list[str] | None = None) -> dict:
     batches = [em.prompts(queries[i * args.batch : (i + 1) * args.batch]) for i in range(args.batches)]
     structured = em.decoding == "structured"
     em.generate(batches[0][:2], structured=structured)  # warm-up
-    wall = dict.fromkeys(ENGINES, 0.0)
-    texts: dict[str, list[str]] = {e: [] for e in ENGINES}
+    wall = dict.fromkeys(engines, 0.0)
+    texts: dict[str, list[str]] = {e: [] for e in engines}
     for rnd in range(args.rounds):
         for prompts in batches:
-            for engine in ENGINES if rnd % 2 == 0 else ENGINES[::-1]:
-                em.cache_implementation = engine
+            for engine in engines if rnd % 2 == 0 else engines[::-1]:
                 t0 = time.perf_counter()
-                out = em.generate(prompts, structured=structured)
+                out = _run(em, engine, prompts, structured)
                 wall[engine] += time.perf_counter() - t0
                 if rnd == 0:
                     texts[engine] += out
     tok = em.tokenizer
-    tokens = sum(len(tok.encode(t, add_special_tokens=False)) for t in texts["slots"]) * args.rounds
-    per = {
-        e: {
+    ref = engines[0]
+    verdicts = {e: [(o.reward, o.done) for o in em.parse(texts[e])] for e in engines}
+    per = {}
+    for e in engines:
+        tokens = sum(len(tok.encode(t, add_special_tokens=False)) for t in texts[e]) * args.rounds
+        per[e] = {
             "wall_s": round(wall[e], 2),
             "generated_tokens": tokens,
             "tokens_per_s": round(tokens / wall[e], 1),
+            "same_outputs_as_first": sum(a == b for a, b in zip(texts[ref], texts[e], strict=True)),
+            "same_reward_done_as_first": sum(a == b for a, b in zip(verdicts[ref], verdicts[e], strict=True)),
         }
-        for e in ENGINES
-    }
     result = {
         "_meta": result_meta("scripts/bench_decode.py", argv),
         "rows": args.batch,
@@ -76,9 +94,8 @@ def main(argv: list[str] | None = None) -> dict:
         "rounds": args.rounds,
         "threads": torch.get_num_threads(),
         "engines": per,
-        "speedup": round(wall["static"] / wall["slots"], 3),
-        "same_outputs": sum(a == b for a, b in zip(texts["static"], texts["slots"], strict=True)),
-        "outputs": len(texts["slots"]),
+        "speedup_vs_first": {e: round(wall[ref] / wall[e], 3) for e in engines},
+        "outputs": len(texts[ref]),
     }
     print(result)
     if args.out:

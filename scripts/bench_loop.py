@@ -5,7 +5,7 @@ timed by wrapping the method that does it (exclusive time: a phase's time exclud
 calls). Phases:
 
 =========================  ===========================================================================
-policy generation          ``RolloutCollector._generate`` (HF ``generate`` with the action grammar)
+policy generation          ``RolloutCollector._generate`` (the decoding loop with the action grammar)
 experience generation      ``ExperienceModel.generate`` around the forward passes (decoding loop,
                            structured grammar, stop strings, detokenization)
 model forward              ``forward`` of both models' classes inside the two generation phases
@@ -101,6 +101,19 @@ class PhaseTimer:
             if self._stack:
                 self._stack[-1][2] += total
 
+    def observe(self, owner, attr: str, see) -> None:
+        """Call ``see(result)`` with every result of ``owner.attr`` (undone by :meth:`restore`)."""
+        original = owner.__dict__[attr]
+
+        @functools.wraps(original)
+        def observed(*args, **kwargs):
+            out = original(*args, **kwargs)
+            see(out)
+            return out
+
+        setattr(owner, attr, observed)
+        self._patched.append((owner, attr, original))
+
     def restore(self) -> None:
         for owner, attr, original in reversed(self._patched):
             setattr(owner, attr, original)
@@ -172,6 +185,20 @@ def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: in
     timer.wrap(PolicyRL, "_score", "scoring")
     timer.wrap(PolicyRL, "_optimize", "update")
     timer.wrap(RewardAudit, "__call__", "audit")
+    work: dict[str, int] = defaultdict(int)  # what the iterations did, to compare runs whose rollouts differ
+
+    def tally(collection) -> None:
+        work["turns"] += len(collection.turns)
+        work["env_steps"] += collection.transitions
+        work["policy_tokens"] += collection.generated_tokens
+        work["trained_tokens"] += sum(len(t.prompt_ids) + len(t.response_ids) for t in collection.turns)
+
+    def tally_outcomes(texts) -> None:
+        work["experience_outputs"] += len(texts)
+        work["experience_chars"] += sum(len(t) for t in texts)
+
+    timer.observe(RolloutCollector, "collect", tally)
+    timer.observe(ExperienceModel, "generate", tally_outcomes)
     generation = ("policy generation", "experience generation")
     for cls in (LlamaForCausalLM, Qwen2ForCausalLM):  # the preset families (forward passes in generation)
         timer.wrap(cls, "forward", "model forward", only_under=generation)
@@ -202,6 +229,7 @@ def bench_rl(config: str, iterations: int, overrides: list[str], buffer_size: in
         "synthetic_step_s": round(steps_s, 3),
         "synthetic_forward_s": round(forward_s, 3),
         "sim_overhead_share": round(1 - forward_s / steps_s, 4) if steps_s else None,
+        "work_per_iteration": {k: round(v / max(iterations, 1), 1) for k, v in work.items()},
         "wall_s": round(wall, 1),
         "buffer_size": buffer_size,
         "buffer_fill_s": round(fill_s, 1),
@@ -224,12 +252,14 @@ def bench_sft(config: str, steps: int, overrides: list[str]) -> dict:
     parts = defaultdict(float)
     real = padded = 0
     encode, loss_of = _sft_hooks(module)
+    autocast = cli.trainer.precision_plugin.forward_context  # the trainer's precision (e.g. bf16 autocast)
     for i in range(steps + 1):  # step 0 warms up and is not counted
         batch = next(batches)
         t = time.perf_counter()
-        enc = encode(batch)
-        t_enc = time.perf_counter()
-        loss = loss_of(enc)
+        with autocast():
+            enc = encode(batch)
+            t_enc = time.perf_counter()
+            loss = loss_of(enc)
         t_fwd = time.perf_counter()
         loss.backward()
         t_bwd = time.perf_counter()
@@ -248,6 +278,7 @@ def bench_sft(config: str, steps: int, overrides: list[str]) -> dict:
     total = sum(parts.values())
     return {
         "config": config,
+        "precision": str(cli.trainer.precision),
         "steps": steps,
         "step_s": round(total / steps, 3),
         "nonpad_tokens_per_s": round(real / total, 1),

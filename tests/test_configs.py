@@ -119,3 +119,15 @@ def _print_config(argv):
         _lightning_cli([*argv, "--print_config"])
     assert exit_info.value.code in (0, None)
     return buf.getvalue()
+
+
+def test_the_cli_fills_an_unset_precision_and_keeps_a_given_one(tiny_dirs, tmp_path, monkeypatch):
+    from dreamgym import precision
+
+    monkeypatch.setattr(precision, "fast_bf16", lambda device: True)
+    path = str(ROOT / "configs" / "webshop_policy_sft.yaml")
+    base = ["--config", path, *_overrides(yaml.safe_load(open(path)), tiny_dirs),
+            f"--trainer.default_root_dir={tmp_path}", "--trainer.logger=false"]  # fmt: skip
+    assert _lightning_cli(base, run=False).trainer.precision == "bf16-mixed"
+    given = _lightning_cli([*base, "--trainer.precision=32-true"], run=False)
+    assert given.trainer.precision == "32-true"

@@ -31,7 +31,7 @@ from dreamgym.modeling.tokenizer import load_tokenizer
 
 __all__ = [
     "PRESETS", "FAMILIES", "build_model", "load_pretrained", "LanguageModel", "LoRA", "export_model",
-    "compile_training_forward",
+    "compile_training_forward", "fp32_head", "FP32Linear",
 ]  # fmt: skip
 
 PRESETS: dict[str, dict[str, int]] = {
@@ -63,7 +63,7 @@ def build_model(
         **PRESETS[preset],
     )
     torch.manual_seed(seed)
-    return AutoModelForCausalLM.from_config(cfg)
+    return fp32_head(AutoModelForCausalLM.from_config(cfg))
 
 
 def load_pretrained(path: str | os.PathLike, **model_kwargs) -> tuple[PreTrainedModel, Any]:
@@ -76,7 +76,32 @@ def load_pretrained(path: str | os.PathLike, **model_kwargs) -> tuple[PreTrained
         )
     tok = load_tokenizer(path)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **model_kwargs)
-    return model, tok
+    return fp32_head(model), tok
+
+
+class FP32Linear(torch.nn.Linear):
+    """An ``nn.Linear`` with fp32 weights that computes in fp32 under autocast too (the LM head).
+
+    Mixed precision (:class:`dreamgym.precision.AutoPrecision`, Lightning's ``bf16-mixed``) keeps fp32
+    weights and runs matmuls in bf16; for the logits that would round a logit of 10 to 1/16, noise in
+    every log-probability, PPO ratio and KL term. With bf16 or fp16 weights (``bf16-true``) it is a plain
+    ``nn.Linear``: nothing is upcast.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weight.dtype != torch.float32:
+            return super().forward(x)
+        with torch.autocast(x.device.type, enabled=False):
+            return torch.nn.functional.linear(x.float(), self.weight, self.bias)
+
+
+def fp32_head(model: PreTrainedModel) -> PreTrainedModel:
+    """``model`` with its LM head (output embedding, an ``nn.Linear``) made an :class:`FP32Linear` in place:
+    same parameters and state dict, survives ``deepcopy``; any other head is left as it is."""
+    head = model.get_output_embeddings()
+    if type(head) is torch.nn.Linear:
+        head.__class__ = FP32Linear
+    return model
 
 
 @dataclass
