@@ -11,10 +11,6 @@ round runs every batch once per engine, the engines alternating so a change in t
 touches each. Reported per engine: wall seconds, generated tokens, tokens/s; and how many of its outputs
 are the same text as the first engine's (greedy decoding with the same numerics: all should be) and
 carry the same reward and done.
-
-``--engines static slots slots+bf16``: ``+bf16`` runs that engine under bf16 autocast (what
-``trainer.precision: bf16-mixed`` does to the synthetic env inside RL), so the same command measures what
-mixed precision changes in the experience model's greedy outputs.
 """
 
 from __future__ import annotations
@@ -38,11 +34,9 @@ ENGINES = ("static", "slots")
 
 
 def _run(em, engine: str, prompts: list[str], structured: bool) -> list[str]:
-    """``em.generate`` with the cache ``engine`` names (``+bf16``: under bf16 autocast)."""
-    cache, _, precision = engine.partition("+")
-    em.cache_implementation = cache
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-        return em.generate(prompts, structured=structured)
+    """``em.generate`` with the cache ``engine`` names."""
+    em.cache_implementation = engine
+    return em.generate(prompts, structured=structured)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -50,7 +44,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--engines", nargs="+", default=list(ENGINES),
-                    help="static, slots, or either with +bf16 (bf16 autocast); the first is the reference")  # fmt: skip
+                    help="static and/or slots; the first is the reference")  # fmt: skip
     args = ap.parse_args(argv)
     engines = tuple(args.engines)
     torch.manual_seed(0)

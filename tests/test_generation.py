@@ -155,3 +155,29 @@ def test_sampling_without_dropped_rows_draws_what_model_generate_draws(lm):
             do_sample=True, temperature=1.0, top_k=0, top_p=1.0, cache_implementation=cache,
         )  # fmt: skip
     assert out["slots"] == [_until_eos(ids, eos) for ids in out["dynamic"]]
+
+
+def test_generation_runs_in_the_model_s_dtype_under_autocast(lm):
+    """RL generates inside the trainer's bf16 autocast; decoding ignores it (module docstring): every
+    step's scores are bit-for-bit those of a run without autocast."""
+    model, tok = lm
+    eos, pad = tok.eos_token_id, pad_id(tok)
+    prompts = _prompts(tok, 4)
+
+    def run():
+        seen = []
+
+        def record(input_ids, scores):
+            seen.append(scores.clone())
+            return scores
+
+        ids = generate_ids(model, prompts, 8, pad, eos, batch_size=4, processor_factory=lambda w, r: record)
+        return ids, seen
+
+    plain_ids, plain = run()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ids, scores = run()
+        with torch.no_grad():  # the same forward outside generation does change under autocast
+            x = torch.tensor(prompts[:1])
+            assert not torch.equal(model(input_ids=x).logits[:, -1], plain[0][:1])
+    assert ids == plain_ids and all(torch.equal(a, b) for a, b in zip(scores, plain, strict=True))
