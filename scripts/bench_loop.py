@@ -289,14 +289,13 @@ def bench_sft(config: str, steps: int, overrides: list[str]) -> dict:
 
 
 def _mask_of(module, batch):
-    from dreamgym.modeling.sft import encode_examples
-    from models.experience_sft import ExperienceSFT
+    """The attention mask of a batch on commits whose modules have no ``encode`` (the encoders lived in
+    the model modules then)."""
+    from models import experience_sft, policy_sft
 
-    if isinstance(module, ExperienceSFT):
-        return encode_examples(module.tokenizer, batch, module.max_length)["attention_mask"]
-    from dreamgym.modeling.sft import encode_bc_batch
-
-    return encode_bc_batch(module.codec, batch, module.max_length)["attention_mask"]
+    if isinstance(module, experience_sft.ExperienceSFT):
+        return experience_sft.encode_examples(module.tokenizer, batch, module.max_length)["attention_mask"]
+    return policy_sft.encode_bc_batch(module.codec, batch, module.max_length)["attention_mask"]
 
 
 def _sft_hooks(module):
