@@ -64,9 +64,8 @@ def _lightning_cli(argv: list[str], run: bool = True):
 
     class DreamGymCLI(LightningCLI):
         def before_instantiate_classes(self) -> None:
-            cfg = (
-                self.config.get(self.subcommand) if self.subcommand else self.config
-            )  # run=False: no subcommand
+            # run=False parses without a subcommand: the trainer's keys are at the top level
+            cfg = self.config.get(self.subcommand) if self.subcommand else self.config
             if cfg is not None and cfg.get("ckpt_path") == "last":
                 _resume_last(cfg)
             if cfg is not None:

@@ -82,7 +82,7 @@ def load_pretrained(path: str | os.PathLike, **model_kwargs) -> tuple[PreTrained
 class FP32Linear(torch.nn.Linear):
     """An ``nn.Linear`` with fp32 weights that computes in fp32 under autocast too (the LM head).
 
-    Mixed precision (:class:`dreamgym.precision.AutoPrecision`, Lightning's ``bf16-mixed``) keeps fp32
+    Mixed precision (Lightning's ``bf16-mixed``, chosen by :mod:`dreamgym.precision`) keeps fp32
     weights and runs matmuls in bf16; for the logits that would round a logit of 10 to 1/16, noise in
     every log-probability, PPO ratio and KL term. With bf16 or fp16 weights (``bf16-true``) it is a plain
     ``nn.Linear``: nothing is upcast.
