@@ -33,12 +33,6 @@ from dreamgym.schema import read_trajectories  # noqa: E402
 ENGINES = ("static", "slots")
 
 
-def _run(em, engine: str, prompts: list[str], structured: bool) -> list[str]:
-    """``em.generate`` with the cache ``engine`` names."""
-    em.cache_implementation = engine
-    return em.generate(prompts, structured=structured)
-
-
 def main(argv: list[str] | None = None) -> dict:
     ap = experience_parser(__doc__)
     ap.add_argument("--batches", type=int, default=4)
@@ -63,8 +57,9 @@ def main(argv: list[str] | None = None) -> dict:
     for rnd in range(args.rounds):
         for prompts in batches:
             for engine in engines if rnd % 2 == 0 else engines[::-1]:
+                em.cache_implementation = engine
                 t0 = time.perf_counter()
-                out = _run(em, engine, prompts, structured)
+                out = em.generate(prompts, structured=structured)
                 wall[engine] += time.perf_counter() - t0
                 if rnd == 0:
                     texts[engine] += out

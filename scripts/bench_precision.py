@@ -2,8 +2,8 @@
 
 Each precision trains the config's model from the same initialisation on the same batches for ``--steps``
 optimiser steps (the LR schedule shortened to match), then validates once on ``--val-batches`` batches of
-the config's validation data (held-out tasks). Reported per precision: wall seconds of the fit, seconds
-per step, the last logged train loss and every validation metric (``val/loss``, and for the experience
+the config's validation data (held-out tasks). Reported per precision: wall seconds of the fit (compile and
+validation included), the last logged train loss and every validation metric (``val/loss``, and for the experience
 model its fidelity: reward accuracy, success precision/recall, next-state F1).
 
     python scripts/bench_precision.py --config configs/webshop_experience_sft.yaml --steps 300 \\

@@ -271,7 +271,6 @@ def generate_ids(
                 new = [gen[r, width:].tolist() for r in range(len(rows))]
             for r, i in enumerate(rows):
                 out[i] = new[r]
-
     if was_training:
         model.train()
     return out
