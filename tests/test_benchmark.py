@@ -186,6 +186,21 @@ def test_tiny_suite_end_to_end_and_resumable(tmp_path):
     assert (
         again["runs"] == runs and (tmp_path / "out" / "real_grpo" / "s0" / "policy").stat().st_mtime == stamp
     )
+    assert all(len(sha) == 64 for sha in again["shared"]["weights_sha256"].values())
+    # records of another warm start (a rebuild, another session): refused, the results file untouched
+    res = tmp_path / "res.json"
+    other = json.loads(res.read_text())
+    flipped = "".join("0" if c == "1" else "1" for c in runs["warm_start/s0"]["successes"])
+    other["runs"]["warm_start/s0"]["successes"] = flipped
+    res.write_text(json.dumps(other))
+    with pytest.raises(ValueError, match=r"warm start record warm_start/s0 .* \(2 tasks differ\)"):
+        run_suite(cfg)
+    other["runs"]["warm_start/s0"]["successes"] = runs["warm_start/s0"]["successes"]
+    other["shared"]["weights_sha256"]["simulator"] = "0" * 64
+    res.write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="its simulator weights had SHA-256 000000000000"):
+        run_suite(cfg)
+    assert json.loads(res.read_text()) == other
 
 
 @pytest.mark.slow

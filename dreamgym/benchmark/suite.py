@@ -144,6 +144,11 @@ class SuiteConfig:
                     f"experience_variants {sorted(self.variants)}; add it there or remove the field"
                 )
 
+    @property
+    def warm_arms(self) -> set[str]:
+        """The arms without RL (their record is the warm start's held-out episodes)."""
+        return {a.name for a in self.arms if a.rl_config is None}
+
     def arm_seeds(self, arm: Arm) -> list[int]:
         """The seeds ``arm`` runs (the warm start is deterministic: one record)."""
         if arm.rl_config is None:
@@ -322,6 +327,23 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     }
 
 
+def weights_sha256(model_dir: Path) -> str | None:
+    """SHA-256 over a saved model's weight files (``*.safetensors`` / ``*.bin``, by name), or None when it
+    has none: the identity of a warm start or experience model, whatever commit or session rebuilt it."""
+    import hashlib
+
+    files = sorted(f for f in Path(model_dir).iterdir() if f.suffix in (".safetensors", ".bin"))
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode())
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = None) -> dict:
     return {
         "pipeline_out_dir": str(pcfg.out_dir),
@@ -330,8 +352,47 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
+        # what every record's comparison rests on: the same warm start and simulator
+        "weights_sha256": {
+            "warm_start": weights_sha256(prep.policy_sft),
+            "simulator": weights_sha256(prep.simulator),
+        },
         **meta,
     }
+
+
+def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm: dict) -> None:
+    """Refuse to add records to ``stored`` (the results on disk) when the shared stages just prepared are
+    not the ones its records were measured from: another warm start's held-out outcomes, or other weights
+    (``shared["weights_sha256"]``, where the stored results have them). Rebuilt artifacts (a new session,
+    another commit, another precision) would otherwise mix two warm starts in one table."""
+    problems = []
+    for key, rec in stored.get("runs", {}).items():
+        if rec["arm"] in cfg.warm_arms and (rec["task_ids"], rec["successes"]) != (
+            warm["task_ids"],
+            warm["successes"],
+        ):
+            before = dict(zip(rec["task_ids"], rec["successes"], strict=True))
+            differ = sum(before.get(t) != s for t, s in zip(warm["task_ids"], warm["successes"], strict=True))
+            problems.append(
+                f"its warm start record {key} succeeded on {rec['successes'].count('1')} of "
+                f"{len(rec['successes'])} held-out tasks, the warm start now on disk on "
+                f"{warm['successes'].count('1')} of {len(warm['successes'])} ({differ} tasks differ)"
+            )
+            break
+    for name, sha in (stored.get("shared", {}).get("weights_sha256") or {}).items():
+        now = shared["weights_sha256"].get(name)
+        if sha is not None and now != sha:
+            problems.append(f"its {name} weights had SHA-256 {sha[:12]}, the ones on disk {str(now)[:12]}")
+    if problems:
+        old = stored.get("shared", {})
+        raise ValueError(
+            f"{cfg.results} holds records measured from other shared stages than those under "
+            f"{shared['pipeline_out_dir']}: {'; '.join(problems)}. New records would mix two warm starts in "
+            f"one table. Restore the shared stages the records were measured from (last written at commit "
+            f"{str(old.get('commit', '?'))[:7]}), or point the suite's `results` (and `report`) at a new file "
+            f"to start a new table; no record was added (the shared stages on disk are kept)."
+        )
 
 
 def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool = False) -> dict:
@@ -346,8 +407,10 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
         stage = StageClock("benchmark")
         prep = prepare(pcfg, stage)
         meta = {k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"}  # at start
-        results["shared"] = _shared_record(pcfg, prep, meta, cfg.pipeline_args)
+        shared = _shared_record(pcfg, prep, meta, cfg.pipeline_args)
         warm = _outcomes(prep.warm_episodes)
+        check_same_shared_stages(cfg, results, shared, warm)
+        results["shared"] = shared
         for arm in cfg.arms:
             if only and arm.name not in only:
                 continue
