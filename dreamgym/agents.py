@@ -162,5 +162,6 @@ def _random_agent(env: Any = None, **kwargs: Any) -> Agent:
 register_agent(None, "random", _random_agent)
 register_agent("webshop", "non_oracle", "dreamgym.envs.webshop.agents:make_visible_text_agent")
 register_agent("webshop", "near_miss", "dreamgym.envs.webshop.agents:make_near_miss_agent")
+register_agent("alfworld", "non_oracle", "dreamgym.envs.alfworld.searcher:make_alfworld_searcher")
 register_agent("web", "random", "dreamgym.envs.web.experts:make_web_random")
 register_agent("web", "near_miss", "dreamgym.envs.web.experts:make_web_near_miss")
