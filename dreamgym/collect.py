@@ -249,7 +249,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--split", default="train", choices=["train", "val", "test"])
     ap.add_argument("--n-expert", type=int, default=200, help="expert episodes")
     ap.add_argument("--n-random", type=int, default=100, help="random-policy episodes")
-    ap.add_argument("--n-non-oracle", type=int, default=0, help="visible-text heuristic episodes (WebShop)")
+    ap.add_argument(
+        "--n-non-oracle",
+        type=int,
+        default=0,
+        help="visible-text agent episodes (WebShop shopper, ALFWorld searcher)",
+    )
     ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss episodes (WebShop, web)")
     ap.add_argument("--out", required=True, help="JSONL file to write the trajectories to")
     mode = ap.add_mutually_exclusive_group()

@@ -77,8 +77,10 @@ class PipelineConfig:
         env: registered env name.
         train_expert: expert episodes on train tasks (offline data).
         train_random: random-policy episodes on train tasks.
-        train_non_oracle: episodes of the visible-text heuristic (:class:`dreamgym.envs.webshop.agents.VisibleTextAgent`)
-            on train tasks: purchases of a non-oracle shopper, about half of them failures.
+        train_non_oracle: episodes of the env's visible-text agent on train tasks: WebShop's
+            :class:`dreamgym.envs.webshop.agents.VisibleTextAgent` (a non-oracle shopper, about half of its
+            purchases fail), ALFWorld's :class:`dreamgym.envs.alfworld.searcher.ALFWorldSearcher` (searches
+            receptacles for the goal object).
         train_near_miss: episodes of :class:`dreamgym.envs.webshop.agents.NearMissAgent` on train tasks: purchases
             with one deliberate mistake (wrong option, over the cap, too early, a look-alike).
         test_expert: expert episodes on test tasks (validation losses only, never trained on).

@@ -18,6 +18,7 @@ from dreamgym.envs.alfworld import gen, speedups  # noqa: E402
 from dreamgym.envs.alfworld.env import ALFWorldEnv  # noqa: E402
 from dreamgym.envs.alfworld.expert import ALFWorldExpert  # noqa: E402
 from dreamgym.envs.alfworld.games import MANIFEST, load_manifest, load_pddl_env, save_manifest  # noqa: E402
+from dreamgym.envs.alfworld.searcher import ALFWorldSearcher  # noqa: E402
 from dreamgym.envs.base import as_text_list  # noqa: E402
 from dreamgym.schema import Transition  # noqa: E402
 from dreamgym.teachers.alfworld import ALFWorldTeacher  # noqa: E402
@@ -69,6 +70,49 @@ def test_expert_wins_every_task_type(env):
         assert _play(env, [first, first + 1], agents) == [True, True]
         types |= {env.step_info(i)["task_type"] for i in range(2)}
     assert types == set(gen.TASK_TYPES)
+
+
+VISIBLE = ("targets", "task_type", "admissible_commands", "location", "holding", "command")
+"""What the searcher may read: the goal's words, the admissible commands, where it is, what it holds and
+its last command (the prompt shows each); never the walkthrough, object locations or progress."""
+
+
+class _SeesOnlyVisible(ALFWorldSearcher):
+    def act(self, obs, info):
+        return super().act(obs, {k: v for k, v in info.items() if k in VISIBLE})
+
+
+def test_searcher_wins_every_task_type_from_visible_information_only(env):
+    types = set()
+    for first in (0, 2, 4):
+        agents = [_SeesOnlyVisible(), _SeesOnlyVisible()]
+        assert _play(env, [first, first + 1], agents, max_steps=50) == [True, True]
+        types |= {env.step_info(i)["task_type"] for i in range(2)}
+    assert types == set(gen.TASK_TYPES)
+
+
+def test_searcher_moves_in_the_admissible_order_not_the_walkthrough():
+    s = ALFWorldSearcher()
+    info = {"targets": {"obj": "Mug", "recep": "CoffeeMachine"}, "task_type": "pick_and_place_simple",
+            "admissible_commands": ["go to cabinet 10", "go to cabinet 2", "go to drawer 1", "inventory", "look"],
+            "location": None, "holding": [], "walkthrough": ["go to drawer 1", "take mug 1 from drawer 1"]}  # fmt: skip
+    assert s.act(None, info) == "go to cabinet 2"  # numeric order: cabinet 2 before cabinet 10
+    info |= {
+        "location": "cabinet 2",
+        "admissible_commands": ["go to cabinet 10", "go to drawer 1", "open cabinet 2"],
+    }
+    assert s.act(None, info) == "open cabinet 2"
+    info |= {
+        "admissible_commands": [
+            "close cabinet 2",
+            "go to cabinet 10",
+            "go to drawer 1",
+            "take mug 1 from cabinet 2",
+        ]
+    }
+    assert s.act(None, info) == "take mug 1 from cabinet 2"
+    info |= {"location": "drawer 1", "admissible_commands": ["go to cabinet 10", "go to cabinet 2"]}
+    assert s.act(None, info) == "go to cabinet 2"  # after the last one: wraps around
 
 
 def test_reset_text_ids_and_actions(env):
