@@ -12,7 +12,9 @@ cleaning; the first placement of a pick-two task; the pick-up of a look task): `
 and the share of games where it is within ``--history-window`` (the experience model's prompt shows
 that many previous actions). Played in the engine (``--per-type`` games per split and type, the first
 ones in manifest order): the walkthrough expert's and a uniform random policy's success in
-``--max-steps`` steps (one episode each, random seed ``--seed`` + game index).
+``--max-steps`` steps (one episode each, random seed ``--seed`` + game index), and the visible-text
+searcher's (:mod:`dreamgym.envs.alfworld.searcher`: it knows the goal, not where anything is).
+``--splits`` plays only those splits (the manifest columns still cover every game).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def _parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--manifest", type=Path, default=None, help="default: the bundled manifest")
     ap.add_argument("--per-type", type=int, default=10, help="games per split and type played in the engine")
     ap.add_argument("--max-steps", type=int, default=50)
+    ap.add_argument("--splits", nargs="+", default=None, help="play only these splits (default: every split)")
     ap.add_argument("--history-window", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", type=Path, default=None)
@@ -71,7 +74,7 @@ def scene_stats(problem: str) -> tuple[int, int, int]:
 def markdown(table: dict) -> str:
     """The per split and type table as Markdown rows."""
     cols = ("games", "trivial", "walkthrough (mean, min-max)", "objects / types / receptacles",
-            "decisive step back (max)", "played", "expert", "random")  # fmt: skip
+            "decisive step back (max)", "played", "expert", "random", "searcher")  # fmt: skip
     lines = ["| split | task type | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
     for split, types in table.items():
         for task_type, r in types.items():
@@ -79,9 +82,14 @@ def markdown(table: dict) -> str:
                 f"| {split} | {task_type} | {r['games']} | {r['trivial']} | {r['walkthrough_len_mean']:.1f}, "
                 f"{r['walkthrough_len_min']}-{r['walkthrough_len_max']} | {r['objects_mean']:.0f} / "
                 f"{r['object_types_mean']:.0f} / {r['receptacles_mean']:.0f} | {r['decisive_back_max']} | "
-                f"{r['played']} | {r['expert_success']:.2f} | {r['random_success']:.2f} |"
+                f"{r['played']} | {_cell(r['expert_success'])} | {_cell(r['random_success'])} | "
+                f"{_cell(r.get('searcher_success'))} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _cell(x: float | None) -> str:
+    return "" if x is None else f"{x:.2f}"
 
 
 def _play(env, task: int, agent, max_steps: int) -> bool:
@@ -104,6 +112,7 @@ def main(argv=None) -> dict:
     from dreamgym.envs.alfworld.env import ALFWorldEnv
     from dreamgym.envs.alfworld.expert import ALFWorldExpert
     from dreamgym.envs.alfworld.games import MANIFEST, load_manifest
+    from dreamgym.envs.alfworld.searcher import ALFWorldSearcher
 
     manifest = args.manifest or MANIFEST
     data = load_manifest(manifest)
@@ -118,7 +127,7 @@ def main(argv=None) -> dict:
         r["objects"].append(n_obj)
         r["object_types"].append(n_types)
         r["receptacles"].append(n_rec)
-    for split in gen.SPLIT_DIRS:
+    for split in args.splits or gen.SPLIT_DIRS:
         env = ALFWorldEnv(batch_size=[1], split=split, max_steps=args.max_steps, manifest=manifest,
                           cache_dir=args.cache_dir)  # fmt: skip
         seen: dict = defaultdict(int)
@@ -132,6 +141,7 @@ def main(argv=None) -> dict:
             rows[(split, rec.task_type)]["random"].append(
                 _play(env, i, RandomAgent(seed=args.seed + i), args.max_steps)
             )
+            rows[(split, rec.task_type)]["searcher"].append(_play(env, i, ALFWorldSearcher(), args.max_steps))
     mean = lambda xs: round(statistics.mean(xs), 3) if xs else None  # noqa: E731
     table = {}
     for (split, task_type), r in sorted(rows.items()):
@@ -150,6 +160,7 @@ def main(argv=None) -> dict:
             "played": len(r["expert"]),
             "expert_success": mean([float(x) for x in r["expert"]]),
             "random_success": mean([float(x) for x in r["random"]]),
+            "searcher_success": mean([float(x) for x in r["searcher"]]),
         }
     from dreamgym.provenance import result_meta, write_result
 
