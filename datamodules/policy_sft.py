@@ -9,6 +9,8 @@ leaks from training into validation.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import lightning as L
 from torch.utils.data import DataLoader
 
@@ -78,10 +80,14 @@ class PolicySFTDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         self.train_examples = bc_examples(self.train_files, self.format, self.policies, self.success_only)
         if not self.train_examples:
+            found = Counter(
+                t.policy for path in self.train_files for t in read_trajectories(path) if t.success
+            )
             raise ValueError(
                 f"no {list(self.policies)} trajectories{' with success' if self.success_only else ''} in "
-                f"train_files={self.train_files}; collect some with `python -m dreamgym collect --env webshop "
-                "--split train --n-expert 200 --out <file>`"
+                f"train_files={self.train_files} (successful trajectories per policy there: {dict(found)}); "
+                "set data.init_args.policies to the ones to clone, or collect some with `python -m dreamgym "
+                "collect --env <env> --split train --n-expert 200 --n-non-oracle 200 --out <file>`"
             )
         val = (
             bc_examples(self.val_files, self.format, self.policies, self.success_only)

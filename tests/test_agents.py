@@ -8,6 +8,7 @@ from tensordict import TensorDict
 from dreamgym.agents import RandomAgent, agent_names, make_agent, make_expert
 from dreamgym.collect import collect_trajectories, main
 from dreamgym.envs import WebShopEnv
+from dreamgym.envs.alfworld.searcher import ALFWorldSearcher
 from dreamgym.envs.webshop.agents import NEAR_MISS_MODES, NearMissAgent, VisibleTextAgent, WebShopExpert
 from dreamgym.schema import read_trajectories
 
@@ -108,7 +109,8 @@ def test_near_miss_is_an_expert_and_checks_modes():
 
 def test_agent_registry():
     assert agent_names("webshop") == ["expert", "near_miss", "non_oracle", "random"]
-    assert "non_oracle" not in agent_names("alfworld") and "random" in agent_names("alfworld")
+    assert agent_names("alfworld") == ["expert", "non_oracle", "random"]
+    assert isinstance(make_agent("non_oracle", "alfworld"), ALFWorldSearcher)
     assert isinstance(make_agent("non_oracle", "webshop", seed=1), VisibleTextAgent)
     assert isinstance(make_agent("near_miss", "webshop", seed=1, modes=("too_early",)), NearMissAgent)
     assert isinstance(make_agent("random", "alfworld", seed=1), RandomAgent)

@@ -56,10 +56,19 @@ def alfworld_inputs(tmp_path_factory):
         "cache_dir": str(root / "games"),
     }
     train, val = root / "offline_train.jsonl", root / "offline_val.jsonl"
-    collect_trajectories("alfworld", split="train", n_expert=6, n_random=2, out=train, max_steps=20, batch_size=4,
-                         env_kwargs=env_kwargs)  # fmt: skip
-    collect_trajectories("alfworld", split="val", n_expert=1, n_random=1, out=val, max_steps=20, batch_size=2,
-                         env_kwargs=env_kwargs)  # fmt: skip
+    collect_trajectories(
+        "alfworld",
+        split="train",
+        n_expert=6,
+        n_random=2,
+        out=train,
+        max_steps=30,
+        batch_size=4,
+        env_kwargs=env_kwargs,
+        mix={"non_oracle": 6},
+    )  # fmt: skip  (the warm start clones the searcher)
+    collect_trajectories("alfworld", split="val", n_expert=1, n_random=1, out=val, max_steps=30, batch_size=2,
+                         env_kwargs=env_kwargs, mix={"non_oracle": 1})  # fmt: skip
     tok = train_tokenizer(corpus_from_trajectories([train]), vocab_size=512)
     tok.save_pretrained(root / "tokenizer")
     return {"root": root, "train": train, "val": val, "tok": root / "tokenizer", "env_kwargs": env_kwargs}
