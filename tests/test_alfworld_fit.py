@@ -56,17 +56,9 @@ def alfworld_inputs(tmp_path_factory):
         "cache_dir": str(root / "games"),
     }
     train, val = root / "offline_train.jsonl", root / "offline_val.jsonl"
-    collect_trajectories(
-        "alfworld",
-        split="train",
-        n_expert=6,
-        n_random=2,
-        out=train,
-        max_steps=30,
-        batch_size=4,
-        env_kwargs=env_kwargs,
-        mix={"non_oracle": 6},
-    )  # fmt: skip  (the warm start clones the searcher)
+    # the warm start config clones the searcher (non_oracle); the experience model learns from all
+    collect_trajectories("alfworld", split="train", n_expert=6, n_random=2, out=train, max_steps=30, batch_size=4,
+                         env_kwargs=env_kwargs, mix={"non_oracle": 6})  # fmt: skip
     collect_trajectories("alfworld", split="val", n_expert=1, n_random=1, out=val, max_steps=30, batch_size=2,
                          env_kwargs=env_kwargs, mix={"non_oracle": 1})  # fmt: skip
     tok = train_tokenizer(corpus_from_trajectories([train]), vocab_size=512)
