@@ -170,11 +170,11 @@ def test_alfworld_inputs_are_real_alfworld(alfworld_inputs):
     from dreamgym.schema import read_trajectories
 
     trajs = list(read_trajectories(alfworld_inputs["train"]))
-    assert len(trajs) == 8 and {t.env for t in trajs} == {"alfworld"}
+    assert len(trajs) == 14 and {t.env for t in trajs} == {"alfworld"}
     assert {t.task_id.split("/")[1] for t in trajs} == {"train"}
     assert any(
-        t.success and t.policy == "expert" for t in trajs
-    )  # policy SFT keeps successful expert episodes
+        t.success and t.policy == "non_oracle" for t in trajs
+    )  # policy SFT keeps the searcher's successful episodes
     assert all(
         tr.reasoning for t in trajs for tr in t.transitions
     )  # teacher rationales for the experience SFT
