@@ -37,7 +37,7 @@ _MOVE = re.compile(r"^(?:move|put) (.+?) (?:to|in|on|in/on) (.+)$")
 
 def _kind(name: str) -> str:
     """``alarmclock`` for ``alarmclock 2``."""
-    return name.rsplit(" ", 1)[0] if name.rsplit(" ", 1)[-1].isdigit() else name
+    return _order(name)[0]
 
 
 class ALFWorldSearcher(Agent):
@@ -62,11 +62,10 @@ class ALFWorldSearcher(Agent):
                 use = next((c for c in admissible if c.startswith("use ") and _kind(c[4:]) == lamp), None)
                 return use or self._next(here, goes, admissible)
             last = info.get("command") or ""
+            verb = next((c for c in admissible if need and c.startswith(f"{need} {o} with ")), None)
             if need and last.startswith("take "):  # just picked up: transform it first
-                verb = next((c for c in admissible if c.startswith(f"{need} {o} with ")), None)
                 return verb or go_to(_APPLIANCE[need]) or self._next(here, goes, admissible)
             if need and here is not None and _kind(here) == _APPLIANCE[need] and not last.startswith(need):
-                verb = next((c for c in admissible if c.startswith(f"{need} {o} with ")), None)
                 if verb or f"open {here}" in admissible:
                     return verb or f"open {here}"
             for c in admissible:
