@@ -125,7 +125,11 @@ def test_bundled_suite_config_parses():
     assert sorted(cfg.variants) == ["no_reasoning", "no_retrieval"] and flags == {
         "only": None,
         "report_only": False,
+        "seeds": None,
     }
+    for argv in (["--seeds", "[1]"], ["--seeds=[1]"]):  # a selection of what runs: the plan stays the file's
+        picked, flags = parse_suite_config(["--config", "configs/benchmark_webshop.yaml", *argv])
+        assert flags["seeds"] == [1] and picked.seeds == [0, 1, 2] == picked.arm_seeds(picked.arms[1])
     for arm in cfg.arms:  # every template has its value
         cfg.fill([*cfg.common_args, *arm.args], 0)
 
@@ -152,8 +156,12 @@ def test_tiny_suite_end_to_end_and_resumable(tmp_path):
         tmp_path, pipeline_args=pipeline_argv(out, QUIET), seeds=[0], values={"budget": 8}, arms=arms,
         common_args=[*quiet, *TINY_RL_ARGS], experience_variants=[ExperienceVariant("k0", ["--data.init_args.k=0"])],
     )  # fmt: skip
-    results = run_suite(cfg)
+    first = run_suite(cfg, seeds=[0])  # a selection: the report still plans dreamgym_grpo's seed 1
+    assert "dreamgym_grpo/s1" not in first["runs"] and "dreamgym_grpo/s0" in first["runs"]
+    assert "dreamgym_grpo (seeds [1])" in (tmp_path / "rep" / "suite_toy.md").read_text()
+    results = run_suite(cfg)  # resumes: only the missing seed runs
     runs = results["runs"]
+    assert runs["dreamgym_grpo/s0"] == first["runs"]["dreamgym_grpo/s0"]
     assert sorted(runs) == [
         "dreamgym_grpo/s0",
         "dreamgym_grpo/s1",

@@ -184,6 +184,11 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
     parser.add_argument("--report_only", type=bool, default=False, help="rewrite the report from `results`")
     values = parser.parse_args(argv).as_dict()
     flags = {k: values.pop(k) for k in ("only", "report_only")}
+    flags["seeds"] = None
+    planned = _without_option(argv, "--seeds")
+    if planned != argv:  # `--seeds` on the command line selects what runs; the plan (report) stays the file's
+        flags["seeds"] = values["seeds"]
+        values["seeds"] = parser.parse_args(planned).as_dict()["seeds"]
     kwargs = {k: v for k, v in values.items() if k not in ("config", "__path__")}
     kwargs["arms"] = [Arm(**a) for a in kwargs.get("arms") or []]
     kwargs["experience_variants"] = [ExperienceVariant(**v) for v in kwargs.get("experience_variants") or []]
@@ -193,6 +198,19 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
             f"--only names unknown arm(s) {unknown}; the suite's arms are {[a.name for a in kwargs['arms']]}"
         )
     return SuiteConfig(**kwargs), flags
+
+
+def _without_option(argv: list[str], name: str) -> list[str]:
+    """``argv`` without ``name=value`` / ``name value``."""
+    out, skip = [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+        elif a == name:
+            skip = i + 1 < len(argv)
+        elif not a.startswith(f"{name}="):
+            out.append(a)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- results
@@ -395,9 +413,11 @@ def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm:
         )
 
 
-def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool = False) -> dict:
-    """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms when given), then write the
-    report; returns the results."""
+def run_suite(
+    cfg: SuiteConfig, only: list[str] | None = None, report_only: bool = False, seeds: list[int] | None = None
+) -> dict:
+    """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms and the ``seeds`` among each
+    arm's seeds when given), then write the report of the whole plan; returns the results."""
     from dreamgym.benchmark.report import write_report
     from dreamgym.provenance import result_meta
 
@@ -415,6 +435,8 @@ def run_suite(cfg: SuiteConfig, only: list[str] | None = None, report_only: bool
             if only and arm.name not in only:
                 continue
             for seed in cfg.arm_seeds(arm):
+                if seeds is not None and seed not in seeds:
+                    continue
                 key = f"{arm.name}/s{seed}"
                 if key in load_results(cfg.results)["runs"]:  # on record (maybe by a parallel suite)
                     continue
@@ -442,4 +464,4 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cfg, flags = parse_suite_config(argv)
-    run_suite(cfg, only=flags["only"], report_only=flags["report_only"])
+    run_suite(cfg, only=flags["only"], report_only=flags["report_only"], seeds=flags["seeds"])
