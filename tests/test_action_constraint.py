@@ -75,6 +75,26 @@ def test_constrained_rollouts_are_always_valid_in_webshop(lm):
         assert (batch.allowed_ids[i, :p] < 0).all()
 
 
+def test_choose_on_recorded_prefixes_writes_the_actions_collect_took(lm):
+    """``choose`` is collect's turn on a given episode: replaying greedy episodes' prefixes gives back
+    every action they took (the imitation script scores recorded steps this way)."""
+    from dataclasses import replace
+
+    model, tok = lm
+    env = make_env("webshop", split="test", batch_size=2, max_steps=3)
+    fmt = PolicyFormat(history_window=1, max_state_chars=400, max_actions=20)
+    col = RolloutCollector(fmt, max_new_tokens=24, max_prompt_tokens=400, constrained=True, max_arg_tokens=8)
+    episodes = col.collect(env, model, tok, [0, 1], greedy=True).episodes
+    cut, want = [], []
+    for e in episodes:
+        for t, action in enumerate(e.actions):
+            cut.append(
+                replace(e, states=e.states[: t + 1], actions=e.actions[:t], available=e.available[: t + 1])
+            )
+            want.append(action)
+    assert len(cut) >= 4 and col.choose(model, tok, cut) == want
+
+
 def test_constrained_log_probs_match_the_sampling_distribution(lm):
     """token_log_probs(allowed=...) scores exactly what generate sampled from (processed scores)."""
     model, tok = lm

@@ -146,14 +146,11 @@ class RolloutCollector:
         sent: dict[tuple[int, int], tuple[list[int], list[int], list | None]] = {}  # (episode, turn) ->
 
         def act(slots: list[int], episodes: list[Episode]) -> list[str]:
-            prompts = [self._prompt_ids(codec, ep) for ep in episodes]
-            grammars = [self._grammar(tokenizer, ep) for ep in episodes] if self.constrained else None
-            responses = self._generate(model, codec, prompts, greedy, grammars)
+            prompts, responses, grammars = self._respond(model, codec, episodes, greedy)
             for k, ep in enumerate(episodes):
                 allowed = grammars[k].allowed_per_step(responses[k]) if grammars else None
                 sent[ep.episode_id, len(ep.actions)] = (prompts[k], responses[k], allowed)
-            texts = [tokenizer.decode(r, skip_special_tokens=True) for r in responses]
-            return [self.format.parse(text).action for text in texts]
+            return self._actions(tokenizer, responses)
 
         episodes, transitions = run_episodes(
             env, act, task_indices, group_size, max_transitions, on_step=on_step, progress=progress
@@ -169,7 +166,24 @@ class RolloutCollector:
                 )  # fmt: skip
         return Collection(turns, episodes, transitions, gen_tokens, time.perf_counter() - start)
 
+    @torch.no_grad()
+    def choose(self, model, tokenizer, episodes: list[Episode], greedy: bool = True) -> list[str]:
+        """The action the policy writes in the last state of each of ``episodes`` (prompt, constraint and
+        decoding exactly as :meth:`collect`): e.g. to score imitation on recorded trajectories, where
+        ``episodes`` are their prefixes."""
+        codec = ChatCodec(tokenizer, model)
+        return self._actions(tokenizer, self._respond(model, codec, episodes, greedy)[1])
+
     # ----------------------------------------------------------------- helpers
+    def _respond(self, model, codec: ChatCodec, episodes: list[Episode], greedy: bool):
+        """Prompt ids, reply ids and grammars (None unconstrained) of one policy turn per episode."""
+        prompts = [self._prompt_ids(codec, ep) for ep in episodes]
+        grammars = [self._grammar(codec.tokenizer, ep) for ep in episodes] if self.constrained else None
+        return prompts, self._generate(model, codec, prompts, greedy, grammars), grammars
+
+    def _actions(self, tokenizer, responses: list[list[int]]) -> list[str]:
+        return [self.format.parse(tokenizer.decode(r, skip_special_tokens=True)).action for r in responses]
+
     def _prompt_ids(self, codec: ChatCodec, ep: Episode) -> list[int]:
         history = list(zip(ep.states[:-1], ep.actions, strict=True))
         text = self.format.prompt(ep.instruction, ep.states[-1], ep.available[-1], history)
