@@ -130,6 +130,8 @@ def test_bundled_suite_config_parses():
     for argv in (["--seeds", "[1]"], ["--seeds=[1]"]):  # a selection of what runs: the plan stays the file's
         picked, flags = parse_suite_config(["--config", "configs/benchmark_webshop.yaml", *argv])
         assert flags["seeds"] == [1] and picked.seeds == [0, 1, 2] == picked.arm_seeds(picked.arms[1])
+    with pytest.raises(ValueError, match=r"--seeds \[1, 7\] names seed\(s\) \[7\] that no arm plans"):
+        parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--seeds=[1, 7]"])
     for arm in cfg.arms:  # every template has its value
         cfg.fill([*cfg.common_args, *arm.args], 0)
 

@@ -197,7 +197,14 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
         raise ValueError(
             f"--only names unknown arm(s) {unknown}; the suite's arms are {[a.name for a in kwargs['arms']]}"
         )
-    return SuiteConfig(**kwargs), flags
+    cfg = SuiteConfig(**kwargs)
+    planned_seeds = {s for a in cfg.arms for s in cfg.arm_seeds(a)}
+    if flags["seeds"] is not None and not set(flags["seeds"]) <= planned_seeds:
+        raise ValueError(
+            f"--seeds {flags['seeds']} names seed(s) {sorted(set(flags['seeds']) - planned_seeds)} that no arm "
+            f"plans (planned: {sorted(planned_seeds)}); add them to the config's `seeds` to run them"
+        )
+    return cfg, flags
 
 
 def _without_option(argv: list[str], name: str) -> list[str]:
