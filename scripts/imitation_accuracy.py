@@ -54,6 +54,11 @@ def prefixes(path: str, policies: list[str], steps: int, seed: int) -> list[tupl
     return out
 
 
+def _verb(action: str) -> str:
+    """The action's first word (``go`` of ``go to desk 1``; empty for an empty action)."""
+    return (action.split() or [""])[0]
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", required=True, help="saved policy directory (save_pretrained)")
@@ -76,11 +81,12 @@ def main(argv: list[str] | None = None) -> dict:
         written += collector.choose(model, tok, [ep for ep, _ in cases[k : k + args.batch]], greedy=True)
     total, hits, instead = Counter(), Counter(), Counter()
     for (_, want), got in zip(cases, written, strict=True):
-        verb = want.split()[0] if want.split() else ""
+        verb = _verb(want)
         total[verb] += 1
-        hits[verb] += got.strip() == want.strip()
-        if got.strip() != want.strip():
-            instead[f"{verb} -> {got.split()[0] if got.split() else ''}"] += 1
+        if got.strip() == want.strip():
+            hits[verb] += 1
+        else:
+            instead[f"{verb} -> {_verb(got)}"] += 1
     report = {
         "policy": args.policy, "data": args.data, "policies": args.policies, "steps": len(cases),
         "seed": args.seed, "config": args.config,
