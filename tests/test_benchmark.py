@@ -95,6 +95,19 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     assert (tmp_path / "rep" / "suite_toy_curves.png").stat().st_size > 0
 
 
+def test_figures_are_named_after_their_report(tmp_path):
+    # a second results file of the same suite (a re-run) keeps the first one's figures
+    cfg = _suite(tmp_path, arms=[Arm("warm_start")], report=str(tmp_path / "rep" / "suite_toy_rerun.md"))
+    text = write_report(
+        cfg, {"shared": {"eval_tasks": 4}, "runs": {"warm_start/s0": _rec("warm_start", 0, "0100")}}
+    )
+    assert "(suite_toy_rerun_success.png)" in text.read_text()
+    assert sorted(p.name for p in (tmp_path / "rep").glob("*.png")) == [
+        "suite_toy_rerun_curves.png",
+        "suite_toy_rerun_success.png",
+    ]
+
+
 def test_suite_config_errors_name_the_field(tmp_path):
     with pytest.raises(ValueError, match="arm names must be unique; repeated: \\['a'\\]"):
         _suite(tmp_path, arms=[Arm("a"), Arm("a", "x.yaml")])

@@ -92,8 +92,8 @@ def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out_dir = cfg.report.parent
-    paths = [out_dir / f"suite_{cfg.name}_success.png", out_dir / f"suite_{cfg.name}_curves.png"]
+    # named after the report, so a second results file of the same suite never overwrites the first's figures
+    paths = [cfg.report.with_name(f"{cfg.report.stem}_{kind}.png") for kind in ("success", "curves")]
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, s in summaries.items():
         err = None if math.isnan(s["success"][1]) else s["success"][1]
