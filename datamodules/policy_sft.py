@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader
 from datamodules.batching import train_loader
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.schema import read_trajectories
+from dreamgym.seeding import run_seed
 
 __all__ = ["PolicySFTDataModule", "bc_examples"]
 
@@ -53,7 +54,7 @@ class PolicySFTDataModule(L.LightningDataModule):
         max_val_examples: cap on validation examples (CPU time).
         num_workers: DataLoader workers.
         group_by_length: train batches hold examples of similar length (:mod:`datamodules.batching`).
-        seed: seed of the length-grouped batch order.
+        seed: seed of the length-grouped batch order (None: the run's seed, ``seed_everything``).
     """
 
     def __init__(
@@ -67,7 +68,7 @@ class PolicySFTDataModule(L.LightningDataModule):
         max_val_examples: int | None = 128,
         num_workers: int = 0,
         group_by_length: bool = True,
-        seed: int = 0,
+        seed: int | None = None,
     ):
         super().__init__()
         self.train_files, self.val_files = list(train_files), list(val_files or [])
@@ -75,7 +76,7 @@ class PolicySFTDataModule(L.LightningDataModule):
         self.policies = tuple(policies or ["expert"])
         self.success_only, self.batch_size = success_only, batch_size
         self.max_val_examples, self.num_workers = max_val_examples, num_workers
-        self.group_by_length, self.seed = group_by_length, seed
+        self.group_by_length, self.seed = group_by_length, run_seed(seed)
 
     def setup(self, stage: str | None = None) -> None:
         self.train_examples = bc_examples(self.train_files, self.format, self.policies, self.success_only)

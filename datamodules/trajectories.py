@@ -34,6 +34,7 @@ from dreamgym.modeling.formats import (
 from dreamgym.retrieval import ReplayBuffer, make_encoder
 from dreamgym.retrieval.buffer import EXCLUDE_MODES
 from dreamgym.schema import Trajectory, Transition, read_trajectories
+from dreamgym.seeding import run_seed
 
 __all__ = ["TrajectoryDataModule", "make_examples", "variation_examples", "load_trajectory_files"]
 
@@ -166,7 +167,8 @@ class TrajectoryDataModule(L.LightningDataModule):
         eval_batch_size: val/test batch size.
         max_eval_examples: cap on val/test examples (a fixed random subset; None = all).
         num_workers: dataloader workers.
-        seed: seed for the val/test subset and the variation pairs.
+        seed: seed of the train batch order, the val/test subset and the variation pairs (None: the run's
+            seed, ``seed_everything``).
         variation_pairs: add this many task-variation SFT pairs to the train set (0 = none; see
             :func:`variation_examples`; used by ``ExperienceModel.vary_task`` for the curriculum).
         done_repeat: each episode-ending (terminated) train example appears this many times (1 = once).
@@ -194,7 +196,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         eval_batch_size: int = 16,
         max_eval_examples: int | None = 128,
         num_workers: int = 0,
-        seed: int = 0,
+        seed: int | None = None,
         variation_pairs: int = 0,
         done_repeat: int = 1,
         group_by_length: bool = True,
@@ -217,7 +219,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.skip_invalid = skip_invalid
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.group_by_length = group_by_length
-        self.max_eval_examples, self.num_workers, self.seed = max_eval_examples, num_workers, seed
+        self.max_eval_examples, self.num_workers, self.seed = max_eval_examples, num_workers, run_seed(seed)
         self.variation_pairs = variation_pairs
         if done_repeat < 1:
             raise ValueError(

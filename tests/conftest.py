@@ -33,6 +33,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from torch seed 0: parts given no seed take the run's seed
+    (:func:`dreamgym.seeding.run_seed`), so no test depends on the ones run before it."""
+    torch.manual_seed(0)
+
+
 @pytest.fixture
 def cpu_trainer_kwargs(tmp_path) -> dict:
     return dict(

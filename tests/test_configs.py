@@ -131,3 +131,24 @@ def test_the_cli_fills_an_unset_precision_and_keeps_a_given_one(tiny_dirs, tmp_p
     assert _lightning_cli(base, run=False).trainer.precision == "bf16-mixed"
     given = _lightning_cli([*base, "--trainer.precision=32-true"], run=False)
     assert given.trainer.precision == "32-true"
+
+
+def test_seed_everything_reaches_the_warm_starts_init_and_batch_order(tiny_dirs, tmp_path):
+    """``--seed_everything=1`` trained the same warm start as 0 (model init and batch order had seeds
+    of their own, both 0); now parts without a seed take the run's, and a pinned one still wins."""
+    path = str(ROOT / "configs" / "webshop_policy_sft.yaml")
+    base = ["--config", path, *_overrides(yaml.safe_load(open(path)), tiny_dirs),
+            f"--trainer.default_root_dir={tmp_path}", "--trainer.logger=false"]  # fmt: skip
+
+    def built(*extra):
+        cli = _lightning_cli([*base, *extra], run=False)
+        weights = torch.cat([p.detach().flatten() for p in cli.model.model.parameters()])
+        return weights, cli.datamodule.seed
+
+    w0, s0 = built("--seed_everything=0")
+    w1, s1 = built("--seed_everything=1")
+    pinned, s_pinned = built("--seed_everything=1", "--model.init_args.policy.init_args.seed=0",
+                             "--data.init_args.seed=0")  # fmt: skip
+    assert (s0, s1, s_pinned) == (0, 1, 0)
+    assert not torch.equal(w0, w1)
+    assert torch.equal(w0, pinned)

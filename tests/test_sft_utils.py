@@ -64,3 +64,10 @@ def test_scheduler_shorter_than_max_steps_is_a_clear_error():
     assert out["lr_scheduler"]["interval"] == "step"
     with pytest.raises(ValueError, match="total_steps=10 is below trainer.max_steps=20"):
         configure_optimization(params, lambda p: torch.optim.AdamW(p, lr=0.1), sched, max_steps=20)
+
+
+def test_run_seed_is_the_given_seed_or_torchs_last_one():
+    from dreamgym.seeding import run_seed
+
+    torch.manual_seed(7)
+    assert (run_seed(None), run_seed(3)) == (7, 3)

@@ -28,6 +28,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, PreTrainedModel, Qwe
 
 from dreamgym.modeling.chat import PLAIN_TEMPLATE
 from dreamgym.modeling.tokenizer import load_tokenizer
+from dreamgym.seeding import run_seed
 
 __all__ = [
     "PRESETS", "FAMILIES", "build_model", "load_pretrained", "LanguageModel", "LoRA", "export_model",
@@ -154,7 +155,8 @@ class LanguageModel:
         path: local directory of a saved causal LM (+ tokenizer); when set, it is loaded as is.
         tokenizer_path: directory of a saved tokenizer for a fresh model.
         max_positions: context length of a fresh model.
-        seed: initialisation seed of a fresh model.
+        seed: initialisation seed of a fresh model (None: the run's seed, ``seed_everything``; see
+            :func:`dreamgym.seeding.run_seed`).
         dtype: parameter dtype (``"bfloat16"``, ``"float16"``, ``"float32"``; None: as saved / float32).
         attn_implementation: ``transformers`` attention kernel (``"eager"``, ``"sdpa"``,
             ``"flash_attention_2"``; None: the library default).
@@ -176,7 +178,7 @@ class LanguageModel:
         path: str | None = None,
         tokenizer_path: str | None = None,
         max_positions: int = 4096,
-        seed: int = 0,
+        seed: int | None = None,
         dtype: str | None = None,
         attn_implementation: str | None = None,
         gradient_checkpointing: bool = False,
@@ -213,7 +215,7 @@ class LanguageModel:
             model, tok = load_pretrained(self.path, **kwargs)
         else:
             tok = load_tokenizer(self.tokenizer_path)
-            model = build_model(self.preset, tok, self.family, self.max_positions, self.seed)
+            model = build_model(self.preset, tok, self.family, self.max_positions, run_seed(self.seed))
             if self.attn_implementation:
                 model.set_attn_implementation(self.attn_implementation)
             if self.dtype:
