@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dreamgym.envs.episodes import Episode  # noqa: E402
+from dreamgym.provenance import result_meta, write_result  # noqa: E402
 from dreamgym.rl.collector import collector_from_config  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
@@ -54,9 +56,31 @@ def prefixes(path: str, policies: list[str], steps: int, seed: int) -> list[tupl
     return out
 
 
+BUTTONS = {
+    "buy now",
+    "next >",
+    "< prev",
+    "back to search",
+    "description",
+    "features",
+    "reviews",
+    "attributes",
+}
+"""WebShop's page buttons (``dreamgym.envs.webshop.pages.clickables``); other clicks are products or options."""
+
+
 def _verb(action: str) -> str:
-    """The action's first word (``go`` of ``go to desk 1``; empty for an empty action)."""
-    return (action.split() or [""])[0]
+    """What kind of decision ``action`` is: ``search``, ``click[buy now]`` (a button), ``click[<product>]``
+    (a 10-character product id), ``click[<option>]`` for bracketed actions; else the first word (``go`` of
+    ``go to desk 1``; empty for an empty action)."""
+    m = re.fullmatch(r"(\w+)\[(.*)\]", action.strip())
+    if m is None:
+        return (action.split() or [""])[0]
+    name, arg = m.group(1), m.group(2).strip().lower()
+    if name == "search" or arg in BUTTONS:
+        return name if name == "search" else f"{name}[{arg}]"
+    is_id = re.fullmatch(r"[a-z0-9]{10}", arg) is not None and any(c.isdigit() for c in arg)
+    return f"{name}[<product>]" if is_id else f"{name}[<option>]"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -88,6 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
         else:
             instead[f"{verb} -> {_verb(got)}"] += 1
     report = {
+        "_meta": result_meta("scripts/imitation_accuracy.py", argv),
         "policy": args.policy, "data": args.data, "policies": args.policies, "steps": len(cases),
         "seed": args.seed, "config": args.config,
         "exact": sum(hits.values()) / len(cases),
@@ -96,8 +121,7 @@ def main(argv: list[str] | None = None) -> dict:
     }  # fmt: skip
     print(json.dumps(report, indent=2))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        write_result(args.out, report, indent=2)
     return report
 
 

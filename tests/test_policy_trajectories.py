@@ -115,3 +115,12 @@ def test_recheck_record_finds_exactly_the_changed_tasks(saved_policy, tmp_path):
     )
     flipped = bits[:1] + ("0" if bits[1] == "1" else "1") + bits[2:]
     assert run(flipped)["differing_tasks"] == [ids[1]]
+
+
+def test_imitation_accuracy_groups_webshop_clicks_by_decision():
+    from script_loader import load_script
+
+    kind = load_script("imitation_accuracy")._verb
+    got = [kind(a) for a in ["click[Buy Now]", "click[b0p1gyyous]", "click[black]", "search[red shoes]",
+                             "go to desk 1", ""]]  # fmt: skip
+    assert got == ["click[buy now]", "click[<product>]", "click[<option>]", "search", "go", ""]
