@@ -19,3 +19,13 @@ def test_mcnemar_by_hand():
     assert mcnemar_exact([1, 0], [1, 0])["p_one_sided"] == 1.0
     with pytest.raises(ValueError, match="same length"):
         mcnemar_exact([1], [1, 0])
+
+
+def test_compare_curves_finds_the_first_differing_step():
+    from script_loader import load_script
+
+    compare = load_script("compare_curves").compare
+    same = compare({9: 1.0, 19: 2.0, 29: 3.0}, {9: 1.0, 19: 2.0})
+    assert (same["common_steps"], same["equal_steps"], same["first_differing_step"]) == (2, 2, None)
+    apart = compare({9: 1.0, 19: 2.0, 29: 3.0}, {9: 1.0, 19: 2.5, 29: 3.0})
+    assert (apart["equal_steps"], apart["max_abs_diff"], apart["first_differing_step"]) == (2, 0.5, 19)
