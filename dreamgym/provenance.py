@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["result_meta", "write_result"]
+__all__ = ["result_meta", "write_result", "report_result"]
 
 
 def result_meta(script: str, argv: Sequence[str] | None = None) -> dict[str, str | bool]:
@@ -41,3 +41,14 @@ def write_result(path: str | os.PathLike, data: dict, indent: int = 1, markdown:
     if markdown is not None:
         path.with_suffix(".md").write_text(markdown)
     return path
+
+
+def report_result(
+    result: dict, out: str | os.PathLike | None, script: str, argv: Sequence[str] | None
+) -> dict:
+    """A script's closing step: print ``result`` and, with ``out``, write it there under its ``_meta``
+    (:func:`result_meta` of ``script`` and ``argv``); returns ``result``."""
+    if out:
+        write_result(out, {"_meta": result_meta(script, argv), **result})
+    print(result)
+    return result

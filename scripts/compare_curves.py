@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
+from dreamgym.provenance import report_result  # noqa: E402
 
 
 def scalars(run: str, tag: str) -> dict[int, float]:
@@ -65,10 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
         "tag": args.tag,
         **compare(scalars(args.a, args.tag), scalars(args.b, args.tag)),
     }
-    if args.out:
-        write_result(args.out, {"_meta": result_meta("scripts/compare_curves.py", argv), **out})
-    print(out)
-    return out
+    return report_result(out, args.out, "scripts/compare_curves.py", argv)
 
 
 if __name__ == "__main__":

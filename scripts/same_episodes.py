@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
+from dreamgym.provenance import report_result  # noqa: E402
 from dreamgym.schema import Trajectory, read_trajectories  # noqa: E402
 
 
@@ -51,10 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
         "b": args.b,
         **compare(list(read_trajectories(args.a)), list(read_trajectories(args.b))),
     }
-    if args.out:
-        write_result(args.out, {"_meta": result_meta("scripts/same_episodes.py", argv), **out})
-    print(out)
-    return out
+    return report_result(out, args.out, "scripts/same_episodes.py", argv)
 
 
 if __name__ == "__main__":
