@@ -44,11 +44,11 @@ def write_result(path: str | os.PathLike, data: dict, indent: int = 1, markdown:
 
 
 def report_result(
-    result: dict, out: str | os.PathLike | None, script: str, argv: Sequence[str] | None
+    result: dict, out: str | os.PathLike | None, script: str, argv: Sequence[str] | None, indent: int = 1
 ) -> dict:
-    """A script's closing step: print ``result`` and, with ``out``, write it there under its ``_meta``
-    (:func:`result_meta` of ``script`` and ``argv``); returns ``result``."""
+    """A script's closing step: print ``result`` as JSON and, with ``out``, write it there under its
+    ``_meta`` (:func:`result_meta` of ``script`` and ``argv``); returns ``result``."""
     if out:
-        write_result(out, {"_meta": result_meta(script, argv), **result})
-    print(result)
+        write_result(out, {"_meta": result_meta(script, argv), **result}, indent=indent)
+    print(json.dumps(result, indent=indent))
     return result

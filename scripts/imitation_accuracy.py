@@ -17,7 +17,6 @@ another split for that.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -29,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dreamgym.envs.episodes import Episode  # noqa: E402
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
+from dreamgym.provenance import report_result  # noqa: E402
 from dreamgym.rl.collector import collector_from_config  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
 
@@ -77,8 +76,10 @@ def _verb(action: str) -> str:
     if m is None:
         return (action.split() or [""])[0]
     name, arg = m.group(1), m.group(2).strip().lower()
-    if name == "search" or arg in BUTTONS:
-        return name if name == "search" else f"{name}[{arg}]"
+    if name == "search":
+        return name
+    if arg in BUTTONS:
+        return f"{name}[{arg}]"
     is_id = re.fullmatch(r"[a-z0-9]{10}", arg) is not None and any(c.isdigit() for c in arg)
     return f"{name}[<product>]" if is_id else f"{name}[<option>]"
 
@@ -112,17 +113,13 @@ def main(argv: list[str] | None = None) -> dict:
         else:
             instead[f"{verb} -> {_verb(got)}"] += 1
     report = {
-        "_meta": result_meta("scripts/imitation_accuracy.py", argv),
         "policy": args.policy, "data": args.data, "policies": args.policies, "steps": len(cases),
         "seed": args.seed, "config": args.config,
         "exact": sum(hits.values()) / len(cases),
         "by_verb": {v: {"steps": total[v], "exact": hits[v] / total[v]} for v in sorted(total, key=total.get, reverse=True)},
         "mistakes": dict(instead.most_common()),
     }  # fmt: skip
-    print(json.dumps(report, indent=2))
-    if args.out:
-        write_result(args.out, report, indent=2)
-    return report
+    return report_result(report, args.out, "scripts/imitation_accuracy.py", argv, indent=2)
 
 
 if __name__ == "__main__":

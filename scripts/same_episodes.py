@@ -28,8 +28,9 @@ def content(t: Trajectory) -> tuple:
 
 def compare(a: list[Trajectory], b: list[Trajectory]) -> dict:
     """Counts of episodes, of those only in one file (as multisets), and of positions that differ."""
-    ca, cb = Counter(map(content, a)), Counter(map(content, b))
-    same_order = sum(content(x) == content(y) for x, y in zip(a, b, strict=False))
+    ka, kb = [content(t) for t in a], [content(t) for t in b]
+    ca, cb = Counter(ka), Counter(kb)
+    same_order = sum(x == y for x, y in zip(ka, kb, strict=False))
     return {
         "episodes": [len(a), len(b)],
         "only_in_a": sum((ca - cb).values()),
