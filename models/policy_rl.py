@@ -66,7 +66,10 @@ class PolicyRL(L.LightningModule):
         schedule: where rollouts come from and when to stop (real / synthetic / sim2real).
         estimator: advantage estimator ("grpo": :class:`GRPOAdvantage`, "gae": :class:`GAEAdvantage`).
         critic: PPO critic (value head on the policy or a separate LM); ``None`` for GRPO.
-        eval_env: the real env on the held-out split used by validation/test.
+        eval_env: the real env on a held-out split, played by validation (the configs use ``val``, so
+            nothing watched during training is read off test tasks).
+        test_split: the split Lightning's ``test`` stage plays with ``eval_env``'s other settings
+            (``None``: ``eval_env``'s own split).
         collector: rollout collector (prompt format, generation length, temperature).
         curriculum: reward-variance task selection for synthetic-env batches (``None``: uniform tasks).
         audit: live reward audit of synthetic iterations in the real env (``None``: off).
@@ -96,6 +99,7 @@ class PolicyRL(L.LightningModule):
         estimator: AdvantageEstimator | None = None,
         critic: Critic | None = None,
         eval_env: EnvFactory | None = None,
+        test_split: str | None = "test",
         collector: RolloutCollector | None = None,
         curriculum: RewardVarianceCurriculum | None = None,
         audit: RewardAudit | None = None,
@@ -143,6 +147,7 @@ class PolicyRL(L.LightningModule):
         ref = copy.deepcopy(self.model).eval().requires_grad_(False) if frozen_copy else None
         object.__setattr__(self, "ref_model", ref)  # frozen, outside the module tree and the optimizer
         self.schedule, self.eval_env, self.curriculum, self.audit = schedule, eval_env, curriculum, audit
+        self.test_split = test_split
         self.collector = (collector or RolloutCollector()).use_format_of(policy.path)
         self.optimizer_factory = optimizer
         self.critic_lr = critic_lr
@@ -189,15 +194,17 @@ class PolicyRL(L.LightningModule):
             self.ref_model.to(self.device)
         return forward_from_first_target(self.ref_model, input_ids, attention_mask, loss_mask)[0].logits
 
-    def eval_env_instance(self):
-        """The held-out real env (built once)."""
+    def eval_env_instance(self, split: str | None = None):
+        """The held-out real env on ``split`` (``None``: ``eval_env``'s own), built once per split."""
         if self.eval_env is None:
             raise ValueError(
-                "PolicyRL.eval_env is not set; validation/test need the real env on the test split"
+                "PolicyRL.eval_env is not set; validation/test need the real env on a held-out split "
+                "(model.init_args.eval_env: dreamgym.envs.factory.EnvFactory with split: val)"
             )
-        if "eval" not in self._eval_envs:
-            self._eval_envs["eval"] = self.eval_env.build()
-        return self._eval_envs["eval"]
+        split = split or self.eval_env.split
+        if split not in self._eval_envs:
+            self._eval_envs[split] = self.eval_env.with_split(split).build()
+        return self._eval_envs[split]
 
     # --------------------------------------------------------------- training
     def training_step(self, batch: Any, batch_idx: int):
@@ -326,9 +333,9 @@ class PolicyRL(L.LightningModule):
         return out
 
     # ------------------------------------------------------------- evaluation
-    def _evaluate(self, tasks: list[int], prefix: str) -> None:
+    def _evaluate(self, tasks: list[int], prefix: str, split: str | None = None) -> None:
         coll = self.collector.collect(
-            self.eval_env_instance(), self.model, self.tokenizer, list(tasks), 1, greedy=True
+            self.eval_env_instance(split), self.model, self.tokenizer, list(tasks), 1, greedy=True
         )
         for k, v in coll.held_out_metrics().items():
             self.log(
@@ -352,7 +359,7 @@ class PolicyRL(L.LightningModule):
         self._evaluate(batch, "val")
 
     def test_step(self, batch: list[int], batch_idx: int) -> None:
-        self._evaluate(batch, "test")
+        self._evaluate(batch, "test", self.test_split)
 
     # ------------------------------------------------------------ checkpoints
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

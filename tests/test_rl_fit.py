@@ -199,3 +199,30 @@ def test_scoring_and_loss_from_the_first_action_match_the_full_forward(toy_polic
     expect = expect + 0.1 * kl_k3(logp, batch.ref_log_probs, act)
     expect = expect - 0.01 * entropy_from_logits(full, act)
     torch.testing.assert_close(parts["loss"].detach(), expect, rtol=1e-5, atol=1e-6)
+
+
+class _RecordingFactory(EnvFactory):
+    """Records the split of every env it (or a ``with_split`` copy of it) builds."""
+
+    def __init__(self, built: list[str], **kw):
+        super().__init__(**kw)
+        self.built = built
+
+    def build(self):
+        self.built.append(self.split)
+        return super().build()
+
+
+def test_validation_plays_the_eval_split_and_test_the_test_split(toy_policy, tmp_path):
+    built: list[str] = []
+    module = _module(toy_policy, RealSchedule(_factory(), iterations=1))
+    module.eval_env = _RecordingFactory(built, name="letters", split="val", batch_size=4, max_steps=2)
+    trainer, data = _trainer(tmp_path, max_steps=1), RolloutDataModule(eval_tasks=2, eval_batch_tasks=2)
+    trainer.validate(module, data, verbose=False)
+    assert built == ["val"]
+    assert "val/success_rate" in trainer.callback_metrics
+    trainer.test(module, data, verbose=False)
+    assert built == ["val", "test"]  # the val env is reused; test builds its own split
+    assert "test/success_rate" in trainer.callback_metrics
+    module.test_split = None  # eval_env's own split
+    assert module.eval_env_instance(module.test_split) is module.eval_env_instance()

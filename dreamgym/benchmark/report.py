@@ -115,7 +115,7 @@ def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> 
         mean = [statistics.fmean([v for c in curves for s, v in c if s == step]) for step in steps]
         ax.plot(steps, mean, marker=".", label=f"{name} ({len(records)} seeds)")
     ax.set_xlabel("training step of the log (validation every `val_check_interval` iterations)")
-    ax.set_ylabel("validation success (real test tasks, greedy)")
+    ax.set_ylabel("validation success (real held-out tasks, greedy)")
     ax.legend(fontsize=7)
     ax.set_title(f"{cfg.name}: learning curves (mean over seeds)")
     fig.tight_layout()

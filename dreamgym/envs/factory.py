@@ -5,6 +5,7 @@ their own module tree (never as a submodule, never in the optimizer or a DeepSpe
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -38,6 +39,14 @@ class EnvFactory:
             raise ValueError(f"EnvFactory.batch_size must be >= 1, got {batch_size}")
         self.name, self.split, self.batch_size = name, split, batch_size
         self.max_steps, self.seed, self.kwargs = max_steps, seed, dict(kwargs or {})
+
+    def with_split(self, split: str) -> EnvFactory:
+        """This factory with another task split (``self`` when it is already that split)."""
+        if split == self.split:
+            return self
+        other = copy.copy(self)
+        other.split = split
+        return other
 
     def check(self) -> None:
         """Fail early (at config time) if the env cannot be built; real envs need nothing."""
