@@ -28,6 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dreamgym.envs.episodes import Episode  # noqa: E402
+from dreamgym.envs.webshop.pages import BUTTONS  # noqa: E402
 from dreamgym.provenance import report_result  # noqa: E402
 from dreamgym.rl.collector import collector_from_config  # noqa: E402
 from dreamgym.schema import read_trajectories  # noqa: E402
@@ -53,19 +54,6 @@ def prefixes(path: str, policies: list[str], steps: int, seed: int) -> list[tupl
         )  # fmt: skip
         out.append((ep, ts[-1].action))
     return out
-
-
-BUTTONS = {
-    "buy now",
-    "next >",
-    "< prev",
-    "back to search",
-    "description",
-    "features",
-    "reviews",
-    "attributes",
-}
-"""WebShop's page buttons (``dreamgym.envs.webshop.pages.clickables``); other clicks are products or options."""
 
 
 def _verb(action: str) -> str:

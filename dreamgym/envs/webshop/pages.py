@@ -62,6 +62,7 @@ from dreamgym.envs.webshop.search import PRODUCT_WINDOW, SearchEngine
 
 __all__ = [
     "SUB_PAGES",
+    "BUTTONS",
     "PageState",
     "PageTransition",
     "parse_action",
@@ -78,6 +79,8 @@ __all__ = [
 ]
 
 SUB_PAGES = ("description", "features", "reviews", "attributes")
+BUTTONS = ("back to search", "< prev", "next >", "buy now", *SUB_PAGES)
+"""Every button :func:`clickables` can list; its other clickables are products and options."""
 SEARCH_ACTION = "search[<query>]"
 SELECTED = " (selected)"
 _ACTION_RE = re.compile(r"(.+)\[(.+)\]")
