@@ -8,8 +8,8 @@ rate and RL rollouts sample at temperature 0.3, so that the policy emits admissi
 synthetic env really calls the experience model (at 3 SFT steps every command is invalid, a no-op that
 never reaches it); a small entropy bonus keeps the RL gradient non-zero when every GRPO group has equal
 rewards (all zero for a tiny policy in 3 steps). Classes, formats and the other settings are the configs'.
-Every real env (collection, sim2real real phase, held-out evaluation) plays a six-game manifest (3 train,
-1 valid_seen, 2 valid_unseen games) with its own game cache, since each ALFWorld game costs ~0.5 s to load.
+Every real env (collection, sim2real real phase, validation) plays a seven-game manifest (3 train,
+2 valid_seen, 2 valid_unseen games) with its own game cache, since each ALFWorld game costs ~0.5 s to load.
 """
 
 from pathlib import Path
@@ -22,7 +22,7 @@ pytest.importorskip("textworld")
 from dreamgym.cli import _lightning_cli  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-GAMES = {"train": 3, "valid_seen": 1, "valid_unseen": 2}
+GAMES = {"train": 3, "valid_seen": 2, "valid_unseen": 2}
 """Bundled games per ALFWorld split in the test manifest (the fastest to load, distinct task types)."""
 RL_TASKS, RL_GROUP, RL_STEPS = 2, 2, 3
 EXPERIENCE_STEPS, POLICY_STEPS = 3, 40
