@@ -83,6 +83,9 @@ def _lightning_cli(argv: list[str], run: bool = True):
     with warnings.catch_warnings():
         # ``args=`` is how this CLI is meant to be driven (sys.argv stays untouched for DDP re-launches)
         warnings.filterwarnings("ignore", message=r"LightningCLI's args parameter")
+        # RL (manual optimization) checkpoints after the iteration's update on purpose: resuming continues
+        # with the next iteration, the schedule's counters saved with it (models/policy_rl.py)
+        warnings.filterwarnings("ignore", message=r"Using ModelCheckpoint with manual optimization")
         return DreamGymCLI(
             LightningModule,
             LightningDataModule,
