@@ -226,3 +226,35 @@ def test_validation_plays_the_eval_split_and_test_the_test_split(toy_policy, tmp
     assert "test/success_rate" in trainer.callback_metrics
     module.test_split = None  # eval_env's own split
     assert module.eval_env_instance(module.test_split) is module.eval_env_instance()
+
+
+def test_critic_values_are_float32_under_bf16_autocast(toy_policy):
+    """bf16-mixed fits (the CPU default here) run scoring under autocast: values must still be float32,
+    since the rollout buffer they are written into is (PPO failed with 'Index put requires ...')."""
+    from dreamgym.rl.critic import LMCritic
+
+    model, _ = toy_policy.build()
+    head = ValueHead()
+    head.bind(model)
+    lm_critic = LMCritic(toy_policy)
+    ids = torch.randint(0, 50, (3, 7))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    action = torch.zeros_like(mask)
+    action[:, 4:] = True
+    buffer = torch.zeros(3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = model(input_ids=ids, output_hidden_states=True).hidden_states[-1]
+        for values in (head.values(ids, mask, action, hidden), lm_critic.values(ids, mask, action, None)):
+            assert values.dtype == torch.float32 and values.shape == (3,)
+            buffer[torch.arange(3)] = values  # what score_rollout does
+
+
+def test_ppo_fits_under_bf16_mixed(toy_policy, tmp_path):
+    """The CPU default precision where bf16 is fast: PPO's scoring, GAE and value loss run end to end."""
+    module = _module(
+        toy_policy, RealSchedule(_factory(), iterations=2), estimator=GAEAdvantage(), critic=ValueHead()
+    )
+    _trainer(tmp_path, precision="bf16-mixed").fit(
+        module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2)
+    )
+    assert module.schedule.iteration == 2

@@ -12,7 +12,7 @@ from torch import nn
 
 from dreamgym.modeling.factory import LanguageModel
 
-__all__ = ["Critic", "ValueHead", "LMCritic", "last_prompt_index"]
+__all__ = ["Critic", "ValueHead", "LMCritic", "last_prompt_index", "read_values"]
 
 
 def last_prompt_index(action_mask: torch.Tensor) -> torch.Tensor:
@@ -21,6 +21,13 @@ def last_prompt_index(action_mask: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"action_mask must be (N, L), got {tuple(action_mask.shape)}")
     first = action_mask.float().argmax(dim=1)
     return (first - 1).clamp_min(0)
+
+
+def read_values(head: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    """(N,) float32 values ``head(hidden)`` of (N, H) states, outside any autocast (under bf16 autocast a
+    Linear returns bf16, which neither a float32 rollout buffer nor the value loss should get)."""
+    with torch.autocast(device_type=hidden.device.type, enabled=False):
+        return head(hidden.to(head.weight.dtype)).squeeze(-1).float()
 
 
 class Critic(nn.Module):
@@ -65,8 +72,7 @@ class ValueHead(Critic):
                 "ValueHead needs the policy's hidden states and bind(policy) to have been called"
             )
         idx = last_prompt_index(action_mask)
-        h = policy_hidden[torch.arange(idx.numel(), device=idx.device), idx]
-        return self.head(h.float()).squeeze(-1)
+        return read_values(self.head, policy_hidden[torch.arange(idx.numel(), device=idx.device), idx])
 
 
 class LMCritic(Critic):
@@ -92,4 +98,4 @@ class LMCritic(Critic):
         )
         hidden = out.hidden_states[-1]
         idx = last_prompt_index(action_mask)
-        return self.head(hidden[torch.arange(idx.numel(), device=idx.device), idx].float()).squeeze(-1)
+        return read_values(self.head, hidden[torch.arange(idx.numel(), device=idx.device), idx])
