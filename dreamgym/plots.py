@@ -33,18 +33,24 @@ def scalar_series(log_dir: str | Path | None, tags=CURVE_TAGS) -> dict[str, list
     folder that has any of ``tags``); empty when there are none."""
     if log_dir is None or not Path(log_dir).exists():
         return {}
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     runs = sorted(
         {p.parent for p in Path(log_dir).rglob("events.out.tfevents.*")}, key=lambda p: p.stat().st_mtime
     )
     for run in reversed(runs):
-        acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
-        acc.Reload()
-        found = {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in tags if t in acc.Tags()["scalars"]}
+        found = run_scalars(run, tags)
         if found:
             return found
     return {}
+
+
+def run_scalars(run: str | Path, tags) -> dict[str, list[tuple[int, float]]]:
+    """``tag -> [(step, value), ...]`` of the ``tags`` that ``run`` logs (a run folder, all its event
+    files in order, or one event file)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in tags if t in acc.Tags()["scalars"]}
 
 
 def main_job_figure(

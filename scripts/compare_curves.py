@@ -17,22 +17,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dreamgym.plots import run_scalars  # noqa: E402
 from dreamgym.provenance import report_result  # noqa: E402
 
 
 def scalars(run: str, tag: str) -> dict[int, float]:
     """``{step: value}`` of ``tag`` in ``run`` (a folder's event files, or one event file)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    files = sorted(glob.glob(os.path.join(run, "events.out.tfevents.*"))) if os.path.isdir(run) else [run]
-    if not files:
+    if os.path.isdir(run) and not glob.glob(os.path.join(run, "events.out.tfevents.*")):
         raise SystemExit(f"error: {run!r} holds no TensorBoard event file; pass a version_N folder")
-    out: dict[int, float] = {}
-    for f in files:
-        acc = EventAccumulator(f, size_guidance={"scalars": 0})
-        acc.Reload()
-        if tag in acc.Tags()["scalars"]:
-            out.update({e.step: e.value for e in acc.Scalars(tag)})
+    out = dict(run_scalars(run, [tag]).get(tag, []))
     if not out:
         raise SystemExit(f"error: {run!r} logs no scalar {tag!r}")
     return out

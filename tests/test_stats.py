@@ -29,3 +29,26 @@ def test_compare_curves_finds_the_first_differing_step():
     assert (same["common_steps"], same["equal_steps"], same["first_differing_step"]) == (2, 2, None)
     apart = compare({9: 1.0, 19: 2.0, 29: 3.0}, {9: 1.0, 19: 2.5, 29: 3.0})
     assert (apart["equal_steps"], apart["max_abs_diff"], apart["first_differing_step"]) == (2, 0.5, 19)
+
+
+def test_compare_curves_reads_a_run_folder_and_one_event_file(tmp_path):
+    from script_loader import load_script
+    from torch.utils.tensorboard import SummaryWriter
+
+    scalars = load_script("compare_curves").scalars
+    run = tmp_path / "version_0"
+    for steps in ([9, 19], [29]):  # a resumed run: two event files in one folder
+        w = SummaryWriter(str(run))
+        for s in steps:
+            w.add_scalar("train/loss", s / 10, s)
+        w.close()
+    assert scalars(str(run), "train/loss") == pytest.approx({9: 0.9, 19: 1.9, 29: 2.9})
+    files = sorted(run.glob("events.out.tfevents.*"))
+    assert len(files) == 2 and {frozenset(scalars(str(f), "train/loss")) for f in files} == {
+        frozenset({9, 19}), frozenset({29})
+    }
+    with pytest.raises(SystemExit, match="logs no scalar 'val/loss'"):
+        scalars(str(run), "val/loss")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="holds no TensorBoard event file"):
+        scalars(str(tmp_path / "empty"), "train/loss")
