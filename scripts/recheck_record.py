@@ -1,6 +1,6 @@
 """Play a policy again on the held-out tasks of a benchmark record and compare, task by task.
 
-    python scripts/recheck_record.py --policy artifacts/webshop_long/policy_sft \
+    python scripts/recheck_record.py --policy artifacts/webshop_v2/policy_sft \
         --record benchmarks/results/suite_webshop.json --run warm_start/s0 \
         --out benchmarks/results/recheck_warm_start.json
 
