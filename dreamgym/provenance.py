@@ -12,22 +12,29 @@ from pathlib import Path
 __all__ = ["result_meta", "write_result", "report_result"]
 
 
-def result_meta(script: str, argv: Sequence[str] | None = None) -> dict[str, str | bool]:
+def result_meta(
+    script: str, argv: Sequence[str] | None = None, ignore: Sequence[str | os.PathLike] = ()
+) -> dict[str, str | bool]:
     """``{"command": "python <script> <args>", "commit": <git HEAD or "unknown">, "dirty": <tracked files
-    differ from HEAD>}`` for a result file."""
+    differ from HEAD>}`` for a result file; changes to the ``ignore`` files (the caller's own outputs, e.g.
+    a results file a resumable suite rewrites between its stages) do not count as dirty."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-            ).stdout.strip()
-        )
+        commit = _git("rev-parse", "HEAD")
+        top = Path(_git("rev-parse", "--show-toplevel"))
+        skip = {Path(p).resolve() for p in ignore}
+        changed = [
+            line[3:].split(" -> ")[-1]
+            for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
+        ]
+        dirty = any((top / p).resolve() not in skip for p in changed)
     except (OSError, subprocess.CalledProcessError):
         commit, dirty = "unknown", False
     args = sys.argv[1:] if argv is None else list(argv)
     return {"command": " ".join(["python", script, *args]), "commit": commit, "dirty": dirty}
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip("\n")
 
 
 def write_result(path: str | os.PathLike, data: dict, indent: int = 1, markdown: str | None = None) -> Path:

@@ -86,14 +86,27 @@ def _fmt(ms: tuple[float, float], digits: int = 3) -> str:
     return f"{m:.{digits}f}" if math.isnan(s) else f"{m:.{digits}f} +- {s:.{digits}f}"
 
 
+def figure_paths(cfg) -> list[Path]:
+    """The report's two PNGs (success against real transitions, learning curves)."""
+    # named after the report, so a second results file of the same suite never overwrites the first's figures
+    return [cfg.report.with_name(f"{cfg.report.stem}_{kind}.png") for kind in ("success", "curves")]
+
+
+def written_files(cfg) -> list[Path]:
+    """Every file a suite run writes: its results, report, figures, and the sections of ``document`` and
+    ``summary`` it regenerates."""
+    return [
+        p for p in (cfg.results, cfg.report, *figure_paths(cfg), cfg.document, cfg.summary) if p is not None
+    ]
+
+
 def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # named after the report, so a second results file of the same suite never overwrites the first's figures
-    paths = [cfg.report.with_name(f"{cfg.report.stem}_{kind}.png") for kind in ("success", "curves")]
+    paths = figure_paths(cfg)
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, s in summaries.items():
         err = None if math.isnan(s["success"][1]) else s["success"][1]

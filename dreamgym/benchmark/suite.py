@@ -425,7 +425,7 @@ def run_suite(
 ) -> dict:
     """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms and the ``seeds`` among each
     arm's seeds when given), then write the report of the whole plan; returns the results."""
-    from dreamgym.benchmark.report import write_report
+    from dreamgym.benchmark.report import write_report, written_files
     from dreamgym.provenance import result_meta
 
     results = load_results(cfg.results)
@@ -433,7 +433,12 @@ def run_suite(
         pcfg = parse_pipeline_config(["--config", cfg.pipeline, *cfg.pipeline_args])
         stage = StageClock("benchmark")
         prep = prepare(pcfg, stage)
-        meta = {k: v for k, v in result_meta("-m dreamgym benchmark").items() if k != "command"}  # at start
+        # at start; the suite's own outputs, rewritten after every stage, do not make the tree dirty
+        meta = {
+            k: v
+            for k, v in result_meta("-m dreamgym benchmark", ignore=written_files(cfg)).items()
+            if k != "command"
+        }
         shared = _shared_record(pcfg, prep, meta, cfg.pipeline_args)
         warm = _outcomes(prep.warm_episodes)
         check_same_shared_stages(cfg, results, shared, warm)
