@@ -131,7 +131,7 @@ def test_suite_config_errors_name_the_field(tmp_path):
         load_results(bad)
 
 
-def test_bundled_suite_config_parses():
+def test_bundled_suite_config_parses(tmp_path):
     cfg, flags = parse_suite_config(["--config", "configs/benchmark_webshop.yaml"])
     assert [a.name for a in cfg.arms][:4] == ["warm_start", "real_grpo", "dreamgym_grpo", "dreamgym_s2r_grpo"]
     assert cfg.arm_seeds(cfg.arms[0]) == [0] and cfg.arm_seeds(cfg.arms[1]) == [0, 1, 2]
@@ -147,6 +147,40 @@ def test_bundled_suite_config_parses():
         parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--seeds=[1, 7]"])
     for arm in cfg.arms:  # every template has its value
         cfg.fill([*cfg.common_args, *arm.args], 0)
+    quick, _ = parse_suite_config(
+        ["--config", "configs/benchmark_webshop.yaml", "--quick=true", "--out_dir=x/b"]
+    )
+    assert [a.name for a in quick.arms] == [a.name for a in cfg.arms]  # every arm, one seed, its own files
+    assert all(quick.arm_seeds(a) == [0] for a in quick.arms) and quick.document is quick.summary is None
+    assert (
+        str(quick.results) == "x/b_quick/suite_webshop.json"
+        and "--out_dir=x/b_quick/shared" in quick.pipeline_args
+    )
+    assert not any("{out_dir}" in a for a in quick.pipeline_args) and quick.values["iterations"] == 1
+    with pytest.raises(ValueError, match="no `quick_preset` section"):
+        _suite(tmp_path, arms=[Arm("warm_start")]).quick_config()
+    with pytest.raises(ValueError, match=r"quick_preset: unknown key\(s\) \['results'\]"):
+        _suite(tmp_path, quick_preset={"results": "r.json"})
+
+
+@pytest.mark.slow
+def test_quick_suite_runs_every_bundled_arm(tmp_path):
+    """`python -m dreamgym benchmark --config configs/benchmark_webshop.yaml --quick true` (about a minute)."""
+    from dreamgym.benchmark.suite import main
+
+    main(["--config", "configs/benchmark_webshop.yaml", "--quick", "true", f"--out_dir={tmp_path}/b"])
+    runs = json.loads((tmp_path / "b_quick" / "suite_webshop.json").read_text())["runs"]
+    cfg, _ = parse_suite_config(["--config", "configs/benchmark_webshop.yaml"])
+    assert sorted(runs) == sorted(f"{a.name}/s0" for a in cfg.arms)
+    online = {k.split("/")[0]: r["real_transitions"]["online"] for k, r in runs.items()}
+    synthetic = {k.split("/")[0]: r["synthetic_transitions"] for k, r in runs.items()}
+    for arm in cfg.arms:  # each arm plays in the world its name says
+        real, sim = online[arm.name] > 0, synthetic[arm.name] > 0
+        assert (real, sim) == ("real" in arm.name or "s2r" in arm.name, arm.name.startswith("dreamgym")), (
+            arm.name
+        )
+    assert runs["dreamgym_grpo_no_reasoning/s0"]["experience"] == "no_reasoning"
+    assert (tmp_path / "b_quick" / "suite_webshop.md").exists()
 
 
 @pytest.mark.slow

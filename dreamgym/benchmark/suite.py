@@ -24,7 +24,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dreamgym.pipeline import experience_args, parse_pipeline_config, prepare, rl_paths
@@ -104,7 +104,12 @@ class SuiteConfig:
             (``<!-- benchmark:NAME:start -->`` ... ``end``) the report replaces (None: none).
         summary: the document (the README) whose section between ``<!-- results:NAME:start -->`` ...
             ``end`` gets the short table of every arm next to the paper's figure (None: none).
+        quick_preset: the ``--quick`` mode's changes (:meth:`quick_config`): ``pipeline_args`` (tiny shared
+            stages; ``{out_dir}`` in them is the quick suite's folder), ``values``, ``common_args``
+            (appended) and ``seeds`` (every arm's).
     """
+
+    QUICK_KEYS = ("pipeline_args", "values", "common_args", "seeds")
 
     def __init__(
         self,
@@ -122,6 +127,7 @@ class SuiteConfig:
         document: str | None = "BENCHMARKS.md",
         pipeline_args: list[str] | None = None,
         summary: str | None = None,
+        quick_preset: dict | None = None,
     ):
         self.name, self.pipeline, self.pipeline_args = name, pipeline, list(pipeline_args or [])
         self.out_dir, self.results, self.report = Path(out_dir), Path(results), Path(report)
@@ -133,6 +139,12 @@ class SuiteConfig:
         self.live_step_seconds = list(live_step_seconds or [0.5, 2.0, 10.0])
         self.document = Path(document) if document else None
         self.summary = Path(summary) if summary else None
+        self.quick_preset = dict(quick_preset or {})
+        bad = sorted(set(self.quick_preset) - set(self.QUICK_KEYS))
+        if bad:
+            raise ValueError(
+                f"SuiteConfig.quick_preset: unknown key(s) {bad}; it may set {list(self.QUICK_KEYS)}"
+            )
         names = [a.name for a in self.arms]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -143,6 +155,33 @@ class SuiteConfig:
                     f"SuiteConfig.arms: arm {arm.name!r} names experience={arm.experience!r}, which is not in "
                     f"experience_variants {sorted(self.variants)}; add it there or remove the field"
                 )
+
+    def quick_config(self) -> SuiteConfig:
+        """The ``--quick`` suite: every arm once on the tiny shared stages of ``quick_preset``. Everything
+        it writes (shared stages, arms, results, report) goes under ``<out_dir>_quick``, never to the
+        committed table, the document or the README."""
+        if not self.quick_preset:
+            raise ValueError(
+                f"--quick: the suite {self.name!r} has no `quick_preset` section; add one (see SuiteConfig)"
+            )
+        q, root = self.quick_preset, f"{self.out_dir}_quick"
+        seeds = list(q.get("seeds", [0]))
+        return SuiteConfig(
+            name=self.name,
+            pipeline=self.pipeline,
+            pipeline_args=[a.replace("{out_dir}", root) for a in q.get("pipeline_args", self.pipeline_args)],
+            out_dir=root,
+            results=f"{root}/{self.results.name}",
+            report=f"{root}/{self.report.name}",
+            seeds=seeds,
+            values={**self.values, **q.get("values", {})},
+            common_args=[*self.common_args, *q.get("common_args", [])],
+            arms=[replace(a, seeds=None) for a in self.arms],
+            experience_variants=list(self.variants.values()),
+            live_step_seconds=self.live_step_seconds,
+            document=None,
+            summary=None,
+        )
 
     @property
     def warm_arms(self) -> set[str]:
@@ -182,8 +221,14 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
     parser.add_class_arguments(SuiteConfig, nested_key=None)
     parser.add_argument("--only", type=list[str] | None, default=None, help="run only these arms")
     parser.add_argument("--report_only", type=bool, default=False, help="rewrite the report from `results`")
+    parser.add_argument(
+        "--quick",
+        type=bool,
+        default=False,
+        help="every arm once on tiny models, in the `quick_preset` section's files",
+    )
     values = parser.parse_args(argv).as_dict()
-    flags = {k: values.pop(k) for k in ("only", "report_only")}
+    flags = {k: values.pop(k) for k in ("only", "report_only", "quick")}
     flags["seeds"] = None
     planned = _without_option(argv, "--seeds")
     if planned != argv:  # `--seeds` on the command line selects what runs; the plan (report) stays the file's
@@ -198,6 +243,8 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
             f"--only names unknown arm(s) {unknown}; the suite's arms are {[a.name for a in kwargs['arms']]}"
         )
     cfg = SuiteConfig(**kwargs)
+    if flags.pop("quick"):
+        cfg = cfg.quick_config()
     planned_seeds = {s for a in cfg.arms for s in cfg.arm_seeds(a)}
     if flags["seeds"] is not None and not set(flags["seeds"]) <= planned_seeds:
         raise ValueError(
