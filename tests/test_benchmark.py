@@ -157,6 +157,11 @@ def test_bundled_suite_config_parses(tmp_path):
         and "--out_dir=x/b_quick/shared" in quick.pipeline_args
     )
     assert not any("{out_dir}" in a for a in quick.pipeline_args) and quick.values["iterations"] == 1
+    aw, _ = parse_suite_config(["--config", "configs/benchmark_alfworld.yaml", "--quick=true"])
+    assert (
+        str(aw.results) == "artifacts/benchmark_alfworld_quick/suite_alfworld.json"
+        and "--max_steps=4" in aw.pipeline_args
+    )
     with pytest.raises(ValueError, match="no `quick_preset` section"):
         _suite(tmp_path, arms=[Arm("warm_start")]).quick_config()
     with pytest.raises(ValueError, match=r"quick_preset: unknown key\(s\) \['results'\]"):
