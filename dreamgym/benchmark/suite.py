@@ -15,6 +15,8 @@ so an interrupted suite resumes where it stopped and its report is regenerated f
 paired tests), real transitions split into offline / online / audit, synthetic transitions, wall-clock
 and CPU seconds of the fit and of the evaluation, the validation curve, the exact overrides and the
 commit. Arm overrides are templates: ``{seed}`` and every key of ``values`` are filled in.
+``--quick true`` runs the same plan once per arm on the config's tiny ``quick_preset`` stages, in its own
+folder (:meth:`SuiteConfig.quick_config`): a check that every arm runs, not a result.
 """
 
 from __future__ import annotations
