@@ -1,5 +1,7 @@
 """Exact McNemar test against hand-computed binomial tails."""
 
+import json
+
 import pytest
 
 from dreamgym.stats import mcnemar_exact
@@ -45,10 +47,29 @@ def test_compare_curves_reads_a_run_folder_and_one_event_file(tmp_path):
     assert scalars(str(run), "train/loss") == pytest.approx({9: 0.9, 19: 1.9, 29: 2.9})
     files = sorted(run.glob("events.out.tfevents.*"))
     assert len(files) == 2 and {frozenset(scalars(str(f), "train/loss")) for f in files} == {
-        frozenset({9, 19}), frozenset({29})
+        frozenset({9, 19}),
+        frozenset({29}),
     }
     with pytest.raises(SystemExit, match="logs no scalar 'val/loss'"):
         scalars(str(run), "val/loss")
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="holds no TensorBoard event file"):
         scalars(str(tmp_path / "empty"), "train/loss")
+
+
+def test_suite_wallclock_sums_records_and_training_spans(tmp_path):
+    from script_loader import load_script
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path / "sft" / "version_0"))
+    for step, t in ((0, 1000.0), (10, 1100.0), (20, 1250.5)):
+        w.add_scalar("train/loss", 1.0, step, walltime=t)
+    w.close()
+    res = tmp_path / "suite.json"
+    res.write_text(json.dumps({"runs": {"a/s0": {"fit_seconds": 10.0, "eval_seconds": 2.0}, "b/s0": {}}}))
+    out = load_script("suite_wallclock").main(
+        ["--results", str(res), "--training", f"sft={tmp_path / 'sft'}"]
+    )
+    assert out["training_seconds"] == {"sft": 250.5} and out["total_seconds"] == 262.5 and out["records"] == 2
+    with pytest.raises(SystemExit, match="is not NAME=RUN_DIR"):
+        load_script("suite_wallclock").main(["--results", str(res), "--training", "sft"])
