@@ -147,6 +147,19 @@ def test_bundled_suite_config_parses(tmp_path):
         parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--seeds=[1, 7]"])
     for arm in cfg.arms:  # every template has its value
         cfg.fill([*cfg.common_args, *arm.args], 0)
+    assert cfg.command == "python -m dreamgym benchmark --config configs/benchmark_webshop.yaml"
+    other, _ = parse_suite_config(
+        [
+            "--config",
+            "configs/benchmark_webshop.yaml",
+            "--only=[real_grpo]",
+            "--seeds",
+            "[0]",
+            "--values",
+            "{iterations: 32}",
+        ]
+    )  # the report names what makes the table (overrides), not what ran now (--only, --seeds)
+    assert other.command.endswith("benchmark_webshop.yaml --values '{iterations: 32}'")
     quick, _ = parse_suite_config(
         ["--config", "configs/benchmark_webshop.yaml", "--quick=true", "--out_dir=x/b"]
     )

@@ -155,7 +155,7 @@ def write_report(cfg, results: dict) -> Path:
         }
     )
     lines += [
-        f"Command: `python -m dreamgym benchmark --config configs/benchmark_{cfg.name}.yaml` (report only: add "
+        f"Command: `{cfg.command}` (report only: add "
         f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
         f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
         f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -142,6 +143,8 @@ class SuiteConfig:
         self.document = Path(document) if document else None
         self.summary = Path(summary) if summary else None
         self.quick_preset = dict(quick_preset or {})
+        # the command that (re)makes this suite, for the report (set by parse_suite_config)
+        self.command = f"python -m dreamgym benchmark --config configs/benchmark_{name}.yaml"
         bad = sorted(set(self.quick_preset) - set(self.QUICK_KEYS))
         if bad:
             raise ValueError(
@@ -247,6 +250,10 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
     cfg = SuiteConfig(**kwargs)
     if flags.pop("quick"):
         cfg = cfg.quick_config()
+    plan = argv
+    for name in ("--only", "--seeds", "--report_only"):  # what runs now, not what the suite is
+        plan = _without_option(plan, name)
+    cfg.command = shlex.join(["python", "-m", "dreamgym", "benchmark", *plan])
     planned_seeds = {s for a in cfg.arms for s in cfg.arm_seeds(a)}
     if flags["seeds"] is not None and not set(flags["seeds"]) <= planned_seeds:
         raise ValueError(
