@@ -31,13 +31,19 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 def scalar_series(log_dir: str | Path | None, tags=CURVE_TAGS) -> dict[str, list[tuple[int, float]]]:
     """``tag -> [(step, value), ...]`` from the TensorBoard event files under ``log_dir`` (newest run
     folder that has any of ``tags``); empty when there are none."""
+    return {t: [(e.step, e.value) for e in es] for t, es in scalar_events(log_dir, tags).items()}
+
+
+def scalar_events(log_dir: str | Path | None, tags=None) -> dict[str, list]:
+    """``tag -> [ScalarEvent(wall_time, step, value), ...]`` of the newest run folder under ``log_dir`` that
+    logs any of ``tags`` (None: any scalar); empty when there is none."""
     if log_dir is None or not Path(log_dir).exists():
         return {}
     runs = sorted(
         {p.parent for p in Path(log_dir).rglob("events.out.tfevents.*")}, key=lambda p: p.stat().st_mtime
     )
     for run in reversed(runs):
-        found = run_scalars(run, tags)
+        found = run_events(run, tags)
         if found:
             return found
     return {}
@@ -46,11 +52,17 @@ def scalar_series(log_dir: str | Path | None, tags=CURVE_TAGS) -> dict[str, list
 def run_scalars(run: str | Path, tags) -> dict[str, list[tuple[int, float]]]:
     """``tag -> [(step, value), ...]`` of the ``tags`` that ``run`` logs (a run folder, all its event
     files in order, or one event file)."""
+    return {t: [(e.step, e.value) for e in es] for t, es in run_events(run, tags).items()}
+
+
+def run_events(run: str | Path, tags=None) -> dict[str, list]:
+    """``tag -> [ScalarEvent, ...]`` of the ``tags`` (None: every scalar) that ``run`` logs."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
     acc.Reload()
-    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in tags if t in acc.Tags()["scalars"]}
+    logged = acc.Tags()["scalars"]
+    return {t: acc.Scalars(t) for t in (logged if tags is None else tags) if t in logged}
 
 
 def main_job_figure(

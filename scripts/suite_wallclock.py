@@ -19,25 +19,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dreamgym.plots import scalar_events  # noqa: E402
 from dreamgym.provenance import report_result  # noqa: E402
 
 
 def training_seconds(run_dir: str) -> float:
     """First-to-last scalar span (seconds) of the newest run under ``run_dir`` that logs scalars."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    runs = sorted(
-        {p.parent for p in Path(run_dir).rglob("events.out.tfevents.*")}, key=lambda p: p.stat().st_mtime
-    )
-    for run in reversed(runs):
-        acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
-        acc.Reload()
-        times = [e.wall_time for t in acc.Tags()["scalars"] for e in acc.Scalars(t)]
-        if times:
-            return max(times) - min(times)
-    raise SystemExit(
-        f"error: --training {run_dir!r} holds no TensorBoard scalars; pass a training's log folder"
-    )
+    times = [e.wall_time for events in scalar_events(run_dir).values() for e in events]
+    if not times:
+        raise SystemExit(
+            f"error: --training {run_dir!r} holds no TensorBoard scalars; pass a training's log folder"
+        )
+    return max(times) - min(times)
 
 
 def main(argv: list[str] | None = None) -> dict:
