@@ -7,14 +7,18 @@
 Each ``--training NAME=RUN_DIR`` is a training run's TensorBoard folder; its seconds are the span from its
 first to its last logged scalar (the folder's newest ``version_N`` that logs anything). The records give
 ``fit_seconds`` and ``eval_seconds`` of every (arm, seed). Stages that log nothing (data collection,
-episode playing outside the records) are not counted; the result says so.
+episode playing outside the records) are not counted; the result says so. ``--run "CMD"`` first runs the
+suite's command (e.g. its ``--quick true`` mode) and records its whole wall-clock as ``run_seconds``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -37,8 +41,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", required=True, help="a suite's results JSON")
     ap.add_argument("--training", action="append", default=[], metavar="NAME=RUN_DIR")
+    ap.add_argument("--run", default=None, help="a command to run first; its wall-clock is run_seconds")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    run_seconds = None
+    if args.run:
+        t0 = time.perf_counter()
+        subprocess.run(shlex.split(args.run), check=True)
+        run_seconds = round(time.perf_counter() - t0, 1)
     runs = json.loads(Path(args.results).read_text())["runs"]
     fit = sum(r.get("fit_seconds", 0.0) for r in runs.values())
     evaluation = sum(r.get("eval_seconds", 0.0) for r in runs.values())
@@ -57,6 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
             "eval_seconds": round(evaluation, 1),
             "training_seconds": trainings,
             "total_seconds": round(total, 1),
+            **({"run": args.run, "run_seconds": run_seconds} if args.run else {}),
             "not_counted": "stages that log nothing: offline data collection, the warm start's on-policy episodes",
         },
         args.out,

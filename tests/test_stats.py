@@ -1,6 +1,7 @@
 """Exact McNemar test against hand-computed binomial tails."""
 
 import json
+import sys
 
 import pytest
 
@@ -71,5 +72,9 @@ def test_suite_wallclock_sums_records_and_training_spans(tmp_path):
         ["--results", str(res), "--training", f"sft={tmp_path / 'sft'}"]
     )
     assert out["training_seconds"] == {"sft": 250.5} and out["total_seconds"] == 262.5 and out["records"] == 2
+    timed = load_script("suite_wallclock").main(
+        ["--results", str(res), "--run", f"{sys.executable} -c 'import time; time.sleep(0.3)'"]
+    )
+    assert timed["run_seconds"] >= 0.3 and timed["total_seconds"] == 12.0 and "python" in timed["run"]
     with pytest.raises(SystemExit, match="is not NAME=RUN_DIR"):
         load_script("suite_wallclock").main(["--results", str(res), "--training", "sft"])
