@@ -1,0 +1,195 @@
+"""Learning check: does the policy-gradient core make a policy better where the answer is known?
+
+Runs GRPO and PPO (:class:`models.policy_rl.PolicyRL`, the same module and update every config uses)
+from a freshly initialised policy (chance success) on the probe envs of :mod:`dreamgym.envs.probes`, and
+records the held-out greedy success (``val`` tasks, never trained on) every ``--val_every`` iterations.
+A core that learns must bring ``probe_choice`` and ``probe_credit`` to >= 0.9 from chance (1 / options);
+a broken one (advantage sign flipped, action mask inverted...) cannot.
+
+    python scripts/learning_check.py --out benchmarks/results/learning_check.json
+
+``--break`` runs the same check on a deliberately broken core (``advantage_sign``: advantages negated
+after the estimator; ``action_mask``: the loss on the prompt tokens instead of the response), to show
+the check fails then. :func:`run_check` is what ``tests/test_learning_check.py`` runs at tiny size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import lightning as L  # noqa: E402
+
+from datamodules.rollouts import RolloutDataModule  # noqa: E402
+from dreamgym.envs.factory import EnvFactory  # noqa: E402
+from dreamgym.envs.probes import probe_corpus  # noqa: E402
+from dreamgym.modeling import LanguageModel  # noqa: E402
+from dreamgym.modeling.tokenizer import train_tokenizer  # noqa: E402
+from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage  # noqa: E402
+from dreamgym.rl.collector import RolloutCollector  # noqa: E402
+from dreamgym.rl.critic import ValueHead  # noqa: E402
+from dreamgym.rl.objective import ClipPPOLoss  # noqa: E402
+from dreamgym.rl.schedules import RealSchedule  # noqa: E402
+from models.policy_rl import PolicyRL  # noqa: E402
+
+BREAKS = ("none", "advantage_sign", "action_mask")
+
+
+class _Curve(L.Callback):
+    """Held-out success after each validation, keyed by the RL iteration it followed."""
+
+    def __init__(self):
+        self.points: list[tuple[int, float]] = []
+
+    def on_validation_epoch_end(self, trainer, module):
+        value = trainer.callback_metrics.get("val/success_rate")
+        if value is not None:
+            self.points.append((int(module.schedule.iteration), float(value)))
+
+
+class _Broken(PolicyRL):
+    """The core with one deliberate bug, to show the check catches it."""
+
+    def __init__(self, *args, bug: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.bug = bug
+
+    def _score(self, rollout):
+        if self.bug == "action_mask":  # train the prompt tokens, not the policy's response
+            rollout.action_mask = rollout.attention_mask & ~rollout.action_mask
+            rollout.allowed_ids = rollout.allowed_ids[..., :0]  # a prompt token had no allowed set
+        super()._score(rollout)
+
+    def _optimize(self, rollout):
+        if self.bug == "advantage_sign":
+            rollout.advantages = -rollout.advantages
+        return super()._optimize(rollout)
+
+
+def probe_tokenizer(out_dir: str | os.PathLike) -> str:
+    """A BPE tokenizer for the probes' text, saved to ``out_dir``."""
+    tok = train_tokenizer(probe_corpus(), vocab_size=400)
+    tok.save_pretrained(out_dir)
+    return str(out_dir)
+
+
+def run_check(
+    env: str = "probe_choice",
+    estimator: str = "grpo",
+    tokenizer_dir: str | None = None,
+    preset: str = "tiny",
+    iterations: int = 40,
+    tasks: int = 16,
+    group: int = 8,
+    lr: float = 1e-3,
+    val_every: int = 10,
+    val_tasks: int = 64,
+    seed: int = 0,
+    bug: str = "none",
+    env_kwargs: dict | None = None,
+    root: str | None = None,
+) -> dict:
+    """Train ``iterations`` RL iterations of ``tasks`` x ``group`` episodes from a fresh ``preset`` policy;
+    return the held-out success curve (``val`` tasks ``0..val_tasks-1``, greedy) and its timing."""
+    if bug not in BREAKS:
+        raise ValueError(f"bug={bug!r}: choose one of {BREAKS}")
+    L.seed_everything(seed, verbose=False)
+    root = root or tempfile.mkdtemp(prefix="learning_check_")
+    tokenizer_dir = tokenizer_dir or probe_tokenizer(Path(root) / "tokenizer")
+    kw = dict(env_kwargs or {})
+    episodes = tasks * group
+    train_env = EnvFactory(env, split="train", batch_size=episodes, max_steps=8, seed=seed, kwargs=kw)
+    val_env = EnvFactory(env, split="val", batch_size=min(val_tasks, 64), max_steps=8, seed=seed, kwargs=kw)
+    ppo = estimator == "ppo"
+    cls = PolicyRL if bug == "none" else _Broken
+    extra = {} if bug == "none" else {"bug": bug}
+    module = cls(
+        policy=LanguageModel(preset=preset, tokenizer_path=tokenizer_dir, max_positions=512, seed=seed),
+        schedule=RealSchedule(train_env, iterations=iterations),
+        estimator=GAEAdvantage() if ppo else GRPOAdvantage(),
+        critic=ValueHead() if ppo else None,
+        eval_env=val_env,
+        test_split="val",
+        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True,
+                                   gen_batch_size=episodes),
+        loss=ClipPPOLoss(clip_eps=0.2, kl_coef=0.0),
+        optimizer=lambda p: torch.optim.AdamW(p, lr=lr, weight_decay=0.0),
+        critic_lr=lr,
+        tasks_per_batch=tasks, group_size=group, ppo_epochs=1, minibatches=2,
+        micro_batch_size=episodes, score_batch_size=episodes, log_samples=0,
+        **extra,
+    )  # fmt: skip
+    curve = _Curve()
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_steps=-1, max_epochs=-1, default_root_dir=root, logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=-1, val_check_interval=val_every, check_val_every_n_epoch=None,
+        callbacks=[curve], precision="32-true",
+    )  # fmt: skip
+    data = RolloutDataModule(eval_tasks=val_tasks, eval_batch_tasks=min(val_tasks, 64))
+    t0 = time.perf_counter()
+    trainer.fit(module, data)
+    seconds = time.perf_counter() - t0
+    trainer.validate(module, data, verbose=False)  # the final policy (fit validates every val_every only)
+    points = sorted(dict(curve.points).items())  # one point per iteration (the final one may repeat it)
+    return {
+        "env": env, "estimator": estimator, "bug": bug, "seed": seed, "preset": preset,
+        "iterations": iterations, "tasks": tasks, "group": group, "lr": lr,
+        "episodes": iterations * episodes, "fit_seconds": round(seconds, 1),
+        "chance": 1.0 / kw.get("options", 4),
+        "curve": [{"iteration": i, "success": s} for i, s in points],
+        "first": points[0][1] if points else None, "final": points[-1][1] if points else None,
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--envs", nargs="+", default=["probe_choice", "probe_credit"])
+    p.add_argument("--estimators", nargs="+", default=["grpo", "ppo"], choices=["grpo", "ppo"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--bugs", nargs="+", default=["none"], choices=BREAKS)
+    p.add_argument("--preset", default="tiny")
+    p.add_argument("--iterations", type=int, default=60)
+    p.add_argument("--tasks", type=int, default=16)
+    p.add_argument("--group", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--val_every", type=int, default=10)
+    p.add_argument("--val_tasks", type=int, default=128)
+    p.add_argument("--out", default="benchmarks/results/learning_check.json")
+    args = p.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    from dreamgym.provenance import result_meta, write_result
+
+    out = Path(args.out)
+    rows = json.loads(out.read_text())["runs"] if out.exists() else []
+    root = tempfile.mkdtemp(prefix="learning_check_")
+    tok = probe_tokenizer(Path(root) / "tokenizer")
+    for env in args.envs:
+        for est in args.estimators:
+            for bug in args.bugs:
+                for seed in args.seeds:
+                    row = run_check(env, est, tok, args.preset, args.iterations, args.tasks, args.group,
+                                    args.lr, args.val_every, args.val_tasks, seed, bug, root=root)  # fmt: skip
+                    print(f"{env} {est} bug={bug} seed={seed}: {row['first']:.3f} -> {row['final']:.3f} "
+                          f"({row['fit_seconds']} s)", flush=True)  # fmt: skip
+                    key = (env, est, bug, seed, args.preset)
+                    rows = [
+                        r for r in rows if (r["env"], r["estimator"], r["bug"], r["seed"], r["preset"]) != key
+                    ]
+                    rows.append(row)
+                    meta = result_meta("scripts/learning_check.py", argv, ignore=[out])
+                    write_result(out, {"_meta": meta, "runs": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
