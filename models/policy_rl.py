@@ -88,6 +88,10 @@ class PolicyRL(L.LightningModule):
         micro_batch_size: turns per forward/backward inside a minibatch (gradient accumulation; the
             update is the same for any value, memory is not: logits are turns x length x vocab).
         log_samples: episodes written to TensorBoard as text per iteration and validation.
+        train_tasks: the task indices (of the schedule's env split) RL draws its uniform batches from,
+            each iteration a fresh random order of them, without repeats while ``tasks_per_batch`` allows
+            (``None``: all tasks of the split, drawn with replacement). A handful of train tasks makes the
+            over-fitting check of ``scripts/learning_check.py``. The curriculum, when set, picks its own.
         save_dir: export the trained policy here (:func:`~dreamgym.modeling.factory.export_model`: model +
             tokenizer, LoRA adapters merged) at the end of fit.
     """
@@ -115,6 +119,7 @@ class PolicyRL(L.LightningModule):
         micro_batch_size: int = 16,
         log_samples: int = 2,
         save_dir: str | None = None,
+        train_tasks: list[int] | None = None,
     ):
         super().__init__()
         self.automatic_optimization = False
@@ -136,6 +141,12 @@ class PolicyRL(L.LightningModule):
                 "`python -m dreamgym fit --config configs/webshop_policy_sft.yaml` (or run the whole chain: "
                 "`python -m dreamgym pipeline --config configs/pipeline_webshop.yaml`)"
             )
+        if train_tasks is not None and (not train_tasks or min(train_tasks) < 0):
+            raise ValueError(
+                f"PolicyRL.train_tasks={train_tasks!r}: give a non-empty list of task indices (>= 0) of the "
+                "schedule's env split, or null for all of its tasks"
+            )
+        self.train_tasks = None if train_tasks is None else [int(t) for t in train_tasks]
         schedule.check()
         self.model, self.tokenizer = policy.build()
         self.critic = critic
@@ -263,6 +274,15 @@ class PolicyRL(L.LightningModule):
         rank, world = (self.global_rank, self.trainer.world_size) if self._trainer is not None else (0, 1)
         if self.curriculum is not None and not phase.is_real:
             tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
+        elif self.train_tasks is not None:
+            gen = torch.Generator().manual_seed(int(self.schedule.iteration) * 7919 + 17)
+            n, pool = self.tasks_per_batch * world, self.train_tasks
+            if max(pool) >= env.num_tasks():
+                raise IndexError(
+                    f"PolicyRL.train_tasks has index {max(pool)}, but split {env.split!r} has {env.num_tasks()} tasks"
+                )
+            order = torch.cat([torch.randperm(len(pool), generator=gen) for _ in range(-(-n // len(pool)))])
+            tasks = [pool[i] for i in order[:n].tolist()]
         else:
             gen = torch.Generator().manual_seed(int(self.schedule.iteration) * 7919 + 17)
             tasks = torch.randint(env.num_tasks(), (self.tasks_per_batch * world,), generator=gen).tolist()

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--bugs", nargs="+", default=["none"], choices=BREAKS)
     p.add_argument("--preset", default="tiny")
-    p.add_argument("--iterations", type=int, default=60)
+    p.add_argument("--iterations", type=int, default=100)
     p.add_argument("--tasks", type=int, default=16)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)

@@ -258,3 +258,17 @@ def test_ppo_fits_under_bf16_mixed(toy_policy, tmp_path):
         module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2)
     )
     assert module.schedule.iteration == 2
+
+
+def test_train_tasks_restrict_the_uniform_draw(toy_policy):
+    module = _module(toy_policy, RealSchedule(_factory(), iterations=3), train_tasks=[1, 5, 6])
+    phase = module.schedule.next_phase(4)
+    for it in range(4):
+        module.schedule.iteration = it
+        tasks = module._pick_tasks(phase)
+        assert len(tasks) == 2 and len(set(tasks)) == 2 and set(tasks) <= {1, 5, 6}
+    with pytest.raises(ValueError, match="train_tasks"):
+        _module(toy_policy, RealSchedule(_factory(), iterations=3), train_tasks=[])
+    module = _module(toy_policy, RealSchedule(_factory(), iterations=3), train_tasks=[99])
+    with pytest.raises(IndexError, match="train_tasks has index 99"):
+        module._pick_tasks(module.schedule.next_phase(4))
