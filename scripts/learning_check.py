@@ -45,10 +45,17 @@ BREAKS = ("none", "advantage_sign", "action_mask")
 
 
 class _Curve(L.Callback):
-    """Held-out success after each validation, keyed by the RL iteration it followed."""
+    """Greedy success after each validation, keyed by the RL iteration it followed, and the sampled
+    success of each iteration's rollouts."""
 
     def __init__(self):
         self.points: list[tuple[int, float]] = []
+        self.sampled: list[float] = []
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        value = trainer.callback_metrics.get("rollout/success_rate")
+        if value is not None and len(self.sampled) < module.schedule.iteration:
+            self.sampled.append(round(float(value), 4))
 
     def on_validation_epoch_end(self, trainer, module):
         value = trainer.callback_metrics.get("val/success_rate")
@@ -97,35 +104,53 @@ def run_check(
     bug: str = "none",
     env_kwargs: dict | None = None,
     root: str | None = None,
+    policy_dir: str | None = None,
+    train_tasks: list[int] | None = None,
+    max_steps: int = 8,
+    kl_coef: float = 0.0,
+    max_new_tokens: int = 12,
+    max_prompt_tokens: int = 256,
+    micro_batch_size: int | None = None,
 ) -> dict:
-    """Train ``iterations`` RL iterations of ``tasks`` x ``group`` episodes from a fresh ``preset`` policy;
-    return the held-out success curve (``val`` tasks ``0..val_tasks-1``, greedy) and its timing."""
+    """Train ``iterations`` RL iterations of ``tasks`` x ``group`` episodes from a fresh ``preset`` policy
+    (or the saved one in ``policy_dir``); return the held-out success curve (``val`` tasks
+    ``0..val_tasks-1``, greedy) and its timing. With ``train_tasks`` (the over-fitting check) RL plays
+    only those train tasks and the curve is the greedy success on them."""
     if bug not in BREAKS:
         raise ValueError(f"bug={bug!r}: choose one of {BREAKS}")
     L.seed_everything(seed, verbose=False)
     root = root or tempfile.mkdtemp(prefix="learning_check_")
-    tokenizer_dir = tokenizer_dir or probe_tokenizer(Path(root) / "tokenizer")
+    if policy_dir is None:
+        tokenizer_dir = tokenizer_dir or probe_tokenizer(Path(root) / "tokenizer")
+        policy = LanguageModel(preset=preset, tokenizer_path=tokenizer_dir, max_positions=512, seed=seed)
+    else:
+        policy, preset = LanguageModel(path=policy_dir), policy_dir
     kw = dict(env_kwargs or {})
     episodes = tasks * group
-    train_env = EnvFactory(env, split="train", batch_size=episodes, max_steps=8, seed=seed, kwargs=kw)
-    val_env = EnvFactory(env, split="val", batch_size=min(val_tasks, 64), max_steps=8, seed=seed, kwargs=kw)
+    eval_split, eval_tasks = ("val", val_tasks) if train_tasks is None else ("train", list(train_tasks))
+    n_eval = eval_tasks if isinstance(eval_tasks, int) else len(eval_tasks)
+    train_env = EnvFactory(env, split="train", batch_size=episodes, max_steps=max_steps, seed=seed, kwargs=kw)
+    val_env = EnvFactory(
+        env, split=eval_split, batch_size=min(n_eval, 64), max_steps=max_steps, seed=seed, kwargs=kw
+    )
     ppo = estimator == "ppo"
     cls = PolicyRL if bug == "none" else _Broken
     extra = {} if bug == "none" else {"bug": bug}
     module = cls(
-        policy=LanguageModel(preset=preset, tokenizer_path=tokenizer_dir, max_positions=512, seed=seed),
+        policy=policy,
         schedule=RealSchedule(train_env, iterations=iterations),
         estimator=GAEAdvantage() if ppo else GRPOAdvantage(),
         critic=ValueHead() if ppo else None,
         eval_env=val_env,
-        test_split="val",
-        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True,
-                                   gen_batch_size=episodes),
-        loss=ClipPPOLoss(clip_eps=0.2, kl_coef=0.0),
+        test_split=eval_split,
+        collector=RolloutCollector(max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
+                                   constrained=True, gen_batch_size=episodes),
+        loss=ClipPPOLoss(clip_eps=0.2, kl_coef=kl_coef),
         optimizer=lambda p: torch.optim.AdamW(p, lr=lr, weight_decay=0.0),
         critic_lr=lr,
         tasks_per_batch=tasks, group_size=group, ppo_epochs=1, minibatches=2,
-        micro_batch_size=episodes, score_batch_size=episodes, log_samples=0,
+        micro_batch_size=micro_batch_size or episodes, score_batch_size=micro_batch_size or episodes,
+        log_samples=0, train_tasks=train_tasks,
         **extra,
     )  # fmt: skip
     curve = _Curve()
@@ -135,7 +160,7 @@ def run_check(
         num_sanity_val_steps=-1, val_check_interval=val_every, check_val_every_n_epoch=None,
         callbacks=[curve], precision="32-true",
     )  # fmt: skip
-    data = RolloutDataModule(eval_tasks=val_tasks, eval_batch_tasks=min(val_tasks, 64))
+    data = RolloutDataModule(eval_tasks=eval_tasks, eval_batch_tasks=min(n_eval, 64))
     t0 = time.perf_counter()
     trainer.fit(module, data)
     seconds = time.perf_counter() - t0
@@ -145,8 +170,9 @@ def run_check(
         "env": env, "estimator": estimator, "bug": bug, "seed": seed, "preset": preset,
         "iterations": iterations, "tasks": tasks, "group": group, "lr": lr,
         "episodes": iterations * episodes, "fit_seconds": round(seconds, 1),
-        "chance": 1.0 / kw.get("options", 4),
-        "curve": [{"iteration": i, "success": s} for i, s in points],
+        "chance": 1.0 / kw.get("options", 4) if env.startswith("probe_") else None,
+        "train_tasks": train_tasks, "kl_coef": kl_coef, "eval_split": eval_split,
+        "curve": [{"iteration": i, "success": s} for i, s in points], "sampled_success": curve.sampled,
         "first": points[0][1] if points else None, "final": points[-1][1] if points else None,
     }  # fmt: skip
 
@@ -164,6 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--val_every", type=int, default=10)
     p.add_argument("--val_tasks", type=int, default=128)
+    p.add_argument("--policy", default=None, help="a saved policy dir instead of a fresh preset")
+    p.add_argument("--train_tasks", nargs="+", type=int, default=None, help="over-fitting check: only these")
+    p.add_argument("--max_steps", type=int, default=8)
+    p.add_argument("--kl_coef", type=float, default=0.0)
+    p.add_argument("--max_new_tokens", type=int, default=12)
+    p.add_argument("--max_prompt_tokens", type=int, default=256)
+    p.add_argument("--micro_batch_size", type=int, default=None)
     p.add_argument("--out", default="benchmarks/results/learning_check.json")
     args = p.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
@@ -172,22 +205,27 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     rows = json.loads(out.read_text())["runs"] if out.exists() else []
     root = tempfile.mkdtemp(prefix="learning_check_")
-    tok = probe_tokenizer(Path(root) / "tokenizer")
+    tok = None if args.policy else probe_tokenizer(Path(root) / "tokenizer")
+    fixed = dict(
+        policy_dir=args.policy, train_tasks=args.train_tasks, max_steps=args.max_steps, kl_coef=args.kl_coef,
+        max_new_tokens=args.max_new_tokens, max_prompt_tokens=args.max_prompt_tokens,
+        micro_batch_size=args.micro_batch_size, root=root,
+    )  # fmt: skip
     for env in args.envs:
         for est in args.estimators:
             for bug in args.bugs:
                 for seed in args.seeds:
                     row = run_check(env, est, tok, args.preset, args.iterations, args.tasks, args.group,
-                                    args.lr, args.val_every, args.val_tasks, seed, bug, root=root)  # fmt: skip
+                                    args.lr, args.val_every, args.val_tasks, seed, bug, **fixed)  # fmt: skip
                     print(f"{env} {est} bug={bug} seed={seed}: {row['first']:.3f} -> {row['final']:.3f} "
                           f"({row['fit_seconds']} s)", flush=True)  # fmt: skip
-                    key = (env, est, bug, seed, args.preset)
-                    rows = [
-                        r for r in rows if (r["env"], r["estimator"], r["bug"], r["seed"], r["preset"]) != key
-                    ]
+                    key = lambda r: (r["env"], r["estimator"], r["bug"], r["seed"], r["preset"], r["lr"])  # noqa: E731
+                    rows = [r for r in rows if key(r) != key(row)]
                     rows.append(row)
-                    meta = result_meta("scripts/learning_check.py", argv, ignore=[out])
-                    write_result(out, {"_meta": meta, "runs": rows})
+                    write_result(
+                        out,
+                        {"_meta": result_meta("scripts/learning_check.py", argv, ignore=[out]), "runs": rows},
+                    )
     return 0
 
 
