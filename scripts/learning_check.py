@@ -111,6 +111,7 @@ def run_check(
     max_new_tokens: int = 12,
     max_prompt_tokens: int = 256,
     micro_batch_size: int | None = None,
+    learning_reward: str = "reward",
 ) -> dict:
     """Train ``iterations`` RL iterations of ``tasks`` x ``group`` episodes from a fresh ``preset`` policy
     (or the saved one in ``policy_dir``); return the held-out success curve (``val`` tasks
@@ -144,7 +145,7 @@ def run_check(
         eval_env=val_env,
         test_split=eval_split,
         collector=RolloutCollector(max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
-                                   constrained=True, gen_batch_size=episodes),
+                                   constrained=True, gen_batch_size=episodes, learning_reward=learning_reward),
         loss=ClipPPOLoss(clip_eps=0.2, kl_coef=kl_coef),
         optimizer=lambda p: torch.optim.AdamW(p, lr=lr, weight_decay=0.0),
         critic_lr=lr,
@@ -171,7 +172,7 @@ def run_check(
         "iterations": iterations, "tasks": tasks, "group": group, "lr": lr,
         "episodes": iterations * episodes, "fit_seconds": round(seconds, 1),
         "chance": 1.0 / kw.get("options", 4) if env.startswith("probe_") else None,
-        "train_tasks": train_tasks, "kl_coef": kl_coef, "eval_split": eval_split,
+        "train_tasks": train_tasks, "kl_coef": kl_coef, "learning_reward": learning_reward, "eval_split": eval_split,
         "curve": [{"iteration": i, "success": s} for i, s in points], "sampled_success": curve.sampled,
         "first": points[0][1] if points else None, "final": points[-1][1] if points else None,
     }  # fmt: skip
@@ -197,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max_new_tokens", type=int, default=12)
     p.add_argument("--max_prompt_tokens", type=int, default=256)
     p.add_argument("--micro_batch_size", type=int, default=None)
+    p.add_argument("--learning_reward", default="reward", choices=["reward", "score"])
     p.add_argument("--out", default="benchmarks/results/learning_check.json")
     args = p.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
@@ -209,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     fixed = dict(
         policy_dir=args.policy, train_tasks=args.train_tasks, max_steps=args.max_steps, kl_coef=args.kl_coef,
         max_new_tokens=args.max_new_tokens, max_prompt_tokens=args.max_prompt_tokens,
-        micro_batch_size=args.micro_batch_size, root=root,
+        micro_batch_size=args.micro_batch_size, learning_reward=args.learning_reward, root=root,
     )  # fmt: skip
     for env in args.envs:
         for est in args.estimators:

@@ -71,3 +71,24 @@ def test_policy_format_round_trip():
     assert fmt.parse(" Action: search[red shoes]\nmore").action == "search[red shoes]"
     bad = fmt.parse("<think>never closed")
     assert not bad.ok
+
+
+class _ScoredLetters(LetterEnv):
+    """LetterEnv whose score differs from its reward (0.5 for any non-empty action, 1 for a win)."""
+
+    def _act(self, slot, action):
+        step = super()._act(slot, action)
+        step.score = 0.0 if step.invalid else 0.5 + 0.5 * step.reward
+        return step
+
+
+def test_learning_reward_score_trains_on_the_env_score(toy_lm):
+    model, tok = toy_lm
+    for learning_reward, field in (("reward", "rewards"), ("score", "scores")):
+        col = RolloutCollector(max_new_tokens=6, max_prompt_tokens=200, learning_reward=learning_reward)
+        out = col.collect(_ScoredLetters(batch_size=[4], max_steps=2), model, tok, [0, 1], group_size=2)
+        expected = [r for e in out.episodes for r in getattr(e, field)]
+        assert [t.reward for t in out.turns] == expected
+        assert any(e.scores != e.rewards for e in out.episodes)
+    with pytest.raises(ValueError, match="learning_reward='bonus'"):
+        RolloutCollector(learning_reward="bonus")

@@ -72,6 +72,11 @@ class RolloutCollector:
         max_arg_tokens: with ``constrained``, a template argument (the search query) is closed after
             this many tokens (capped so the whole action fits in ``max_new_tokens``). As in free
             decoding, an action longer than ``max_new_tokens`` is cut, and the env flags it invalid.
+        learning_reward: what each turn's ``reward`` (the signal the advantage estimator learns from) is:
+            ``"reward"``, the env's reward (WebShop: 1 for a purchase scoring 1.0, else 0), or ``"score"``,
+            the env's raw score of the step (WebShop: the purchase's fraction of attributes, options and
+            price matched, a dense signal where success is rare; 1/0 where an env has no finer score).
+            Episode metrics (success, score, reward) are the env's either way.
     """
 
     def __init__(
@@ -83,7 +88,14 @@ class RolloutCollector:
         gen_batch_size: int = 32,
         constrained: bool = False,
         max_arg_tokens: int = 40,
+        learning_reward: str = "reward",
     ):
+        if learning_reward not in ("reward", "score"):
+            raise ValueError(
+                f"RolloutCollector.learning_reward={learning_reward!r}: choose 'reward' (the env's outcome "
+                "reward) or 'score' (the env's raw score, e.g. WebShop's purchase score)"
+            )
+        self.learning_reward = learning_reward
         self.format = format or PolicyFormat()
         self.format_given = format is not None
         self.max_new_tokens = max_new_tokens
@@ -158,10 +170,11 @@ class RolloutCollector:
         turns, gen_tokens = [], sum(len(r) for _, r, _ in sent.values())
         for ep in episodes:
             last = len(ep.actions) - 1
+            learned = ep.rewards if self.learning_reward == "reward" else ep.scores
             for t in range(last + 1):
                 prompt, response, allowed = sent[ep.episode_id, t]
                 turns.append(
-                    Turn(prompt, response, ep.rewards[t], t == last, ep.terminated and t == last,
+                    Turn(prompt, response, learned[t], t == last, ep.terminated and t == last,
                          ep.invalid[t], ep.task_index, ep.group_id, ep.episode_id, t, allowed)
                 )  # fmt: skip
         return Collection(turns, episodes, transitions, gen_tokens, time.perf_counter() - start)
