@@ -34,6 +34,7 @@ from dreamgym.envs.factory import EnvFactory  # noqa: E402
 from dreamgym.envs.probes import probe_corpus  # noqa: E402
 from dreamgym.modeling import LanguageModel  # noqa: E402
 from dreamgym.modeling.tokenizer import train_tokenizer  # noqa: E402
+from dreamgym.precision import auto_precision  # noqa: E402
 from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage  # noqa: E402
 from dreamgym.rl.collector import RolloutCollector  # noqa: E402
 from dreamgym.rl.critic import ValueHead  # noqa: E402
@@ -112,6 +113,7 @@ def run_check(
     max_prompt_tokens: int = 256,
     micro_batch_size: int | None = None,
     learning_reward: str = "reward",
+    precision: str = "32-true",
 ) -> dict:
     """Train ``iterations`` RL iterations of ``tasks`` x ``group`` episodes from a fresh ``preset`` policy
     (or the saved one in ``policy_dir``); return the held-out success curve (``val`` tasks
@@ -159,7 +161,7 @@ def run_check(
         accelerator="cpu", devices=1, max_steps=-1, max_epochs=-1, default_root_dir=root, logger=False,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         num_sanity_val_steps=-1, val_check_interval=val_every, check_val_every_n_epoch=None,
-        callbacks=[curve], precision="32-true",
+        callbacks=[curve], precision=auto_precision("cpu") if precision == "auto" else precision,
     )  # fmt: skip
     data = RolloutDataModule(eval_tasks=eval_tasks, eval_batch_tasks=min(n_eval, 64))
     t0 = time.perf_counter()
@@ -172,7 +174,7 @@ def run_check(
         "iterations": iterations, "tasks": tasks, "group": group, "lr": lr,
         "episodes": iterations * episodes, "fit_seconds": round(seconds, 1),
         "chance": 1.0 / kw.get("options", 4) if env.startswith("probe_") else None,
-        "train_tasks": train_tasks, "kl_coef": kl_coef, "learning_reward": learning_reward, "eval_split": eval_split,
+        "precision": precision, "train_tasks": train_tasks, "kl_coef": kl_coef, "learning_reward": learning_reward, "eval_split": eval_split,
         "curve": [{"iteration": i, "success": s} for i, s in points], "sampled_success": curve.sampled,
         "first": points[0][1] if points else None, "final": points[-1][1] if points else None,
     }  # fmt: skip
@@ -199,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max_prompt_tokens", type=int, default=256)
     p.add_argument("--micro_batch_size", type=int, default=None)
     p.add_argument("--learning_reward", default="reward", choices=["reward", "score"])
+    p.add_argument("--precision", default="32-true", help="Lightning precision; auto: bf16-mixed where fast")
     p.add_argument("--out", default="benchmarks/results/learning_check.json")
     args = p.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
@@ -211,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     fixed = dict(
         policy_dir=args.policy, train_tasks=args.train_tasks, max_steps=args.max_steps, kl_coef=args.kl_coef,
         max_new_tokens=args.max_new_tokens, max_prompt_tokens=args.max_prompt_tokens,
-        micro_batch_size=args.micro_batch_size, learning_reward=args.learning_reward, root=root,
+        micro_batch_size=args.micro_batch_size, learning_reward=args.learning_reward,
+        precision=args.precision, root=root,
     )  # fmt: skip
     for env in args.envs:
         for est in args.estimators:
