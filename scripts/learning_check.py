@@ -180,6 +180,42 @@ def run_check(
     }  # fmt: skip
 
 
+def report(rows: list[dict]) -> str:
+    """A markdown table of result rows: per (env, estimator, bug, learning rate, tasks), the held-out greedy
+    success before and after (mean +- std over seeds) and the iteration each seed first reached 0.9."""
+    import statistics
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        key = (
+            r["env"],
+            r["estimator"],
+            r["bug"],
+            r["lr"],
+            r.get("learning_reward", "reward"),
+            str(r.get("train_tasks")),
+        )
+        groups.setdefault(key, []).append(r)
+
+    def ms(xs):
+        return f"{statistics.mean(xs):.3f} +- {statistics.pstdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
+
+    lines = [
+        "| env | estimator | core | lr | reward | seeds | chance | start | final | first iteration >= 0.9 | fit s (mean) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (env, est, bug, lr, rew, _), rs in groups.items():
+        hit = [next((p["iteration"] for p in r["curve"] if p["success"] >= 0.9), None) for r in rs]
+        chance = rs[0]["chance"]
+        lines.append(
+            f"| {env} | {est} | {'ok' if bug == 'none' else 'broken: ' + bug} | {lr:g} | {rew} | {len(rs)} | "
+            f"{'-' if chance is None else f'{chance:.2f}'} | {ms([r['first'] for r in rs])} | "
+            f"{ms([r['final'] for r in rs])} | {', '.join('never' if h is None else str(h) for h in hit)} | "
+            f"{statistics.mean(r['fit_seconds'] for r in rs):.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--envs", nargs="+", default=["probe_choice", "probe_credit"])
@@ -203,7 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--learning_reward", default="reward", choices=["reward", "score"])
     p.add_argument("--precision", default="32-true", help="Lightning precision; auto: bf16-mixed where fast")
     p.add_argument("--out", default="benchmarks/results/learning_check.json")
+    p.add_argument("--report", action="store_true", help="print the table of --out's rows and exit")
     args = p.parse_args(argv)
+    if args.report:
+        print(report(json.loads(Path(args.out).read_text())["runs"]))
+        return 0
     argv = sys.argv[1:] if argv is None else argv
     from dreamgym.provenance import result_meta, write_result
 
