@@ -41,6 +41,7 @@ from pathlib import Path
 
 from dreamgym.stages import (
     StageClock,
+    TimeBudget,
     collect_stage,
     count_transitions,
     fidelity_stage,
@@ -67,6 +68,15 @@ __all__ = [
 
 OFFLINE_ONLY_ARG = "--trainer.callbacks+=dreamgym.rl.offline.OfflineOnly"
 """The RL-stage override of ``offline_only`` (a second OfflineOnly from the config itself is harmless)."""
+
+
+DEFAULT_TIME_SHARES = {
+    "experience_model": 3.0,
+    "policy_sft": 3.0,
+    "experience_model_onpolicy": 1.0,
+    "policy_rl": 3.0,
+}
+"""Fit stages' default shares of a pipeline's time budget (relative)."""
 
 
 class PipelineConfig:
@@ -107,6 +117,14 @@ class PipelineConfig:
             schedule or an audit and makes any other real step during fit an error. The offline data
             is ``out_dir/offline_train.jsonl``: recorded by the collect stage, or put there beforehand
             (``python -m dreamgym import-web``), in which case collection is skipped.
+        time_budget_minutes: the whole run's wall-clock budget (None: none). Every fit stage then gets a
+            ``--trainer.max_time`` allotted from what is left (:class:`~dreamgym.stages.TimeBudget`): on a
+            slower host the models train fewer steps and the run still ends in time. Printed at start
+            with the precision chosen.
+        time_shares: each fit stage's share of the budget, by output folder (``experience_model``,
+            ``policy_sft``, ``experience_model_onpolicy``, ``policy_rl``).
+        time_reserve_minutes: kept out of the fits for the stages no ``max_time`` bounds (collection,
+            the on-policy episodes, evaluations, fidelity).
     """
 
     def __init__(
@@ -132,6 +150,9 @@ class PipelineConfig:
         eval_batch_size: int = 20,
         max_steps: int = 15,
         offline_only: bool = False,
+        time_budget_minutes: float | None = None,
+        time_shares: dict[str, float] | None = None,
+        time_reserve_minutes: float = 10.0,
     ):
         if offline_only and onpolicy_tasks > 0:
             raise ValueError(
@@ -150,6 +171,14 @@ class PipelineConfig:
         )
         self.eval_tasks, self.eval_batch_size, self.max_steps = eval_tasks, eval_batch_size, max_steps
         self.offline_only = offline_only
+        self.time_budget_minutes, self.time_reserve_minutes = time_budget_minutes, time_reserve_minutes
+        self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
+
+    def time_budget(self) -> TimeBudget | None:
+        """A fresh :class:`~dreamgym.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""
+        if self.time_budget_minutes is None:
+            return None
+        return TimeBudget(self.time_budget_minutes, self.time_shares, self.time_reserve_minutes)
 
 
 def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
@@ -190,9 +219,10 @@ def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path |
     return ([f"--model.init_args.lm.init_args.path={init}"] if init else []) + args
 
 
-def prepare(cfg: PipelineConfig, stage: StageClock) -> Prepared:
+def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None) -> Prepared:
     """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
-    held-out evaluation; each skipped when its output exists."""
+    held-out evaluation; each skipped when its output exists. With a ``budget``, its fit stages get their
+    ``max_time`` from it."""
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     d = cfg.out_dir
     train = stage(
@@ -203,13 +233,13 @@ def prepare(cfg: PipelineConfig, stage: StageClock) -> Prepared:
     exp = stage(
         "experience_sft", fit_stage, cfg.experience_config,
         [*experience_args(tok, [train], test, None), *cfg.experience_args],
-        d / "experience_model", "model.init_args.export_dir",
+        d / "experience_model", "model.init_args.export_dir", None, budget,
     )  # fmt: skip
     sft = stage(
         "policy_sft", fit_stage, cfg.policy_sft_config,
         [f"--model.init_args.policy.init_args.tokenizer_path={tok}", f"--data.init_args.train_files=[{train}]",
          f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args],
-        d / "policy_sft", "model.init_args.save_dir",
+        d / "policy_sft", "model.init_args.save_dir", None, budget,
     )  # fmt: skip
     sim, rollouts = exp, None
     if cfg.onpolicy_tasks > 0:
@@ -220,7 +250,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock) -> Prepared:
         sim = stage(
             "experience_onpolicy", fit_stage, cfg.experience_config,
             [*experience_args(tok, [train, rollouts], test, exp), *cfg.onpolicy_experience_args],
-            d / "experience_model_onpolicy", "model.init_args.export_dir",
+            d / "experience_model_onpolicy", "model.init_args.export_dir", None, budget,
         )  # fmt: skip
     warm = stage(
         "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, d / "policy_sft_test_episodes.jsonl"
@@ -231,9 +261,14 @@ def prepare(cfg: PipelineConfig, stage: StageClock) -> Prepared:
 
 def run_pipeline(cfg: PipelineConfig) -> dict:
     """Run every stage (skipping finished ones); return and save the report."""
+    from dreamgym.precision import auto_precision
+
     stage = StageClock()
     times, d = stage.seconds, cfg.out_dir
-    p = prepare(cfg, stage)
+    budget = cfg.time_budget()
+    print(f"[pipeline] precision {auto_precision()} (chosen for this device; a config's trainer.precision wins); "
+          f"time budget: {'none' if budget is None else budget.plan()}", flush=True)  # fmt: skip
+    p = prepare(cfg, stage, budget)
     exp, sft, sim = p.experience, p.policy_sft, p.simulator
     episodes = {"policy_sft": p.warm_episodes, "policy_rl": d / "policy_rl_test_episodes.jsonl"}
     if cfg.onpolicy_tasks > 0:
@@ -253,6 +288,9 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
     report = {
         "stage_seconds": times,
+        "time_budget": None
+        if budget is None
+        else {"minutes": budget.minutes, "max_time_minutes": budget.given},
         "total_seconds": round(sum(times.values()), 1),
         "peak_rss_mb": peak_mb,
         "eval": evals,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StageClock",
+    "TimeBudget",
     "collect_stage",
     "tokenizer_stage",
     "fit_stage",
@@ -62,15 +63,25 @@ def tokenizer_stage(cfg: PipelineConfig, train: Path) -> Path:
     return out
 
 
-def fit_stage(config: str, args: list[str], out: Path, export_key: str, log_dir: Path | None = None) -> Path:
+def fit_stage(
+    config: str,
+    args: list[str],
+    out: Path,
+    export_key: str,
+    log_dir: Path | None = None,
+    budget: TimeBudget | None = None,
+) -> Path:
     """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir).
 
     The fit logs (TensorBoard and checkpoints) into ``log_dir`` (default :func:`stage_log_dir`), so an
     interrupted stage resumes: when a ``last.ckpt`` from a fit with the same config and ``args`` is there,
     the fit continues from it (``--ckpt_path last``) instead of starting again; a fit with other
     arguments starts fresh in a new version folder and leaves the old one alone. ``args`` may still switch
-    the logger off (then nothing resumes)."""
+    the logger off (then nothing resumes). With a ``budget``, the fit gets ``--trainer.max_time`` from
+    :meth:`TimeBudget.allot` (last, so it overrides ``args``; not part of what a resume must match)."""
     if out.exists():
+        if budget is not None:
+            budget.skip(out.name)
         return out
     from dreamgym.cli import main as cli_main
 
@@ -81,7 +92,8 @@ def fit_stage(config: str, args: list[str], out: Path, export_key: str, log_dir:
     ]
     resume = ["--ckpt_path=last"] if _resumable(log_dir, config, args) else []
     tmp = _fresh(out)
-    cli_main(["fit", "--config", config, *logs, *args, *resume, f"--{export_key}={tmp}"])
+    limit = budget.allot(out.name, cap=_max_time_minutes(args)) if budget is not None else []
+    cli_main(["fit", "--config", config, *logs, *args, *limit, *resume, f"--{export_key}={tmp}"])
     if not tmp.exists():
         raise RuntimeError(f"stage with {config} finished without writing {tmp}; check its `{export_key}`")
     tmp.rename(out)
@@ -162,6 +174,84 @@ def _fresh(out: Path) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     return tmp
+
+
+class TimeBudget:
+    """One wall-clock budget for a run, allotted to its fit stages as they start.
+
+    A fit stage named in ``shares`` gets ``max_time = (left - reserve) * share / open_shares``, where
+    ``left`` is the time to the deadline, ``reserve`` the time kept for the stages no ``max_time`` bounds
+    (collection, evaluation) and ``open_shares`` the sum of the shares of the fit stages that have not
+    started yet (this one included): time an earlier stage did not use goes to the later ones, and a
+    stage whose output already exists gives its share away. The fit stops after the step or RL iteration
+    that crosses its ``max_time`` (Lightning's ``Timer``) and exports what it has: on a slower host the
+    models train fewer steps, the run still ends in time.
+
+    Args:
+        minutes: the whole run's budget, from the moment the budget is made.
+        shares: fit-stage name (its output folder's name, e.g. ``policy_sft``) -> relative share.
+        reserve_minutes: kept for the stages that ``max_time`` does not bound.
+        min_minutes: the least any budgeted fit is given (so a late stage still exports a model).
+    """
+
+    def __init__(self, minutes: float, shares: dict[str, float], reserve_minutes: float = 10.0,
+                 min_minutes: float = 1.0):  # fmt: skip
+        if minutes <= 0 or reserve_minutes < 0 or min_minutes <= 0:
+            raise ValueError(
+                f"TimeBudget: minutes ({minutes}) and min_minutes ({min_minutes}) must be > 0 and reserve_minutes "
+                f"({reserve_minutes}) >= 0"
+            )
+        bad = {k: v for k, v in shares.items() if v <= 0}
+        if not shares or bad:
+            raise ValueError(f"TimeBudget.shares must name fit stages with shares > 0, got {shares}")
+        self.minutes, self.shares = float(minutes), dict(shares)
+        self.reserve, self.min_minutes = float(reserve_minutes), float(min_minutes)
+        self.deadline = time.monotonic() + self.minutes * 60
+        self.open = set(self.shares)
+        self.given: dict[str, float] = {}
+
+    def skip(self, name: str) -> None:
+        """``name`` will not run (its output exists): its share goes to the stages still to come."""
+        self.open.discard(name)
+
+    def allot(self, name: str, now: float | None = None, cap: float | None = None) -> list[str]:
+        """The ``--trainer.max_time`` override of fit stage ``name`` (``[]`` for a stage not in ``shares``);
+        ``cap``: the stage's own ``max_time`` in minutes, which the budget only ever lowers."""
+        if name not in self.shares:
+            return []
+        now = time.monotonic() if now is None else now
+        left = (self.deadline - now) / 60 - self.reserve
+        share = self.shares[name] / sum(self.shares[n] for n in self.open | {name})
+        self.open.discard(name)
+        minutes = max(self.min_minutes, left * share)
+        minutes = minutes if cap is None else min(minutes, cap)
+        self.given[name] = round(minutes, 2)
+        print(f"[budget] {name}: max_time {minutes:.1f} min ({left:.1f} min left for fits)", flush=True)
+        return [f"--trainer.max_time={_dhms(minutes)}"]
+
+    def plan(self) -> str:
+        """One line: the total, the reserve and each fit stage's share."""
+        total = sum(self.shares.values())
+        parts = ", ".join(f"{k} {v / total:.0%}" for k, v in self.shares.items())
+        return f"{self.minutes:g} min in all, {self.reserve:g} min kept for collection and evaluation; fits: {parts}"
+
+
+def _max_time_minutes(args: list[str]) -> float | None:
+    """The last ``--trainer.max_time=DD:HH:MM:SS`` of ``args`` in minutes (None: none given)."""
+    found = [a.split("=", 1)[1] for a in args if str(a).startswith("--trainer.max_time=")]
+    if not found:
+        return None
+    parts = [float(x) for x in found[-1].split(":")]
+    if len(parts) != 4:
+        raise ValueError(f"--trainer.max_time={found[-1]!r}: give DD:HH:MM:SS, e.g. 00:00:10:00")
+    d, h, m, sec = parts
+    return d * 1440 + h * 60 + m + sec / 60
+
+
+def _dhms(minutes: float) -> str:
+    """``DD:HH:MM:SS`` (Lightning's ``max_time`` string) of ``minutes``, rounded down to the second."""
+    s = int(minutes * 60)
+    return f"{s // 86400:02d}:{s % 86400 // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 class StageClock:
