@@ -8,6 +8,7 @@ from script_loader import load_script
 
 from dreamgym.envs import make_env
 from dreamgym.envs.episodes import run_episodes
+from dreamgym.envs.probes import _draw
 
 lc = load_script("learning_check")
 
@@ -46,8 +47,8 @@ def test_probe_splits_are_fixed_and_differ():
         td = env.reset()
         seen.append((td["instruction"], td["observation"]))
     assert seen[0] == seen[1]
-    train = [make_env("probe_choice", split="train")._draw("train", i) for i in range(50)]
-    test = [make_env("probe_choice", split="test")._draw("test", i) for i in range(50)]
+    train = [_draw("probe_choice", "train", i, 4) for i in range(50)]
+    test = [_draw("probe_choice", "test", i, 4) for i in range(50)]
     assert train != test
 
 

@@ -76,8 +76,36 @@ class _ProbeEnv(TextEnvBase):
     def _task_ids(self, split: str) -> list[str]:
         return [f"{self.env_name}-{split}-{i}" for i in range(_TASKS)]
 
-    def _draw(self, split: str, task_index: int) -> tuple[list[str], str]:
-        return _draw(self.env_name, split, task_index, self.options)
+    instruction = ""  # str.format templates of each probe: the target word
+    scene = ""  # ... the number of options and the options, comma-separated
+    action = ""  # ... one option word
+
+    def _start(self, slot: int, split: str, task_index: int) -> TextObs:
+        opts, target = _draw(self.env_name, split, task_index, self.options)
+        self._target[slot] = target
+        self._begin(slot)
+        return TextObs(
+            f"{self.env_name}-{split}-{task_index}",
+            self.instruction.format(target),
+            self.scene.format(len(opts), ", ".join(opts)),
+            [self.action.format(w) for w in opts],
+        )
+
+    def _begin(self, slot: int) -> None:
+        """Reset the slot's own episode state (the target is set)."""
+
+    def _act(self, slot: int, action: str) -> TextStep:
+        obs = self._obs[slot]
+        if action.strip() not in obs.available_actions:
+            return TextStep(obs.observation, obs.available_actions, invalid=True)
+        return self._listed(slot, action.strip())
+
+    def _listed(self, slot: int, action: str) -> TextStep:
+        """The step of a listed ``action``."""
+        raise NotImplementedError
+
+    def _end(self, won: bool, text: str) -> TextStep:
+        return TextStep(text, [], reward=float(won), score=float(won), terminated=True, success=won)
 
 
 class ChoiceProbeEnv(_ProbeEnv):
@@ -89,25 +117,12 @@ class ChoiceProbeEnv(_ProbeEnv):
     """
 
     env_name = "probe_choice"
+    instruction = "Pick the box with the {} label."
+    scene = "A shelf holds {} boxes: {}."
+    action = "pick[{}]"
 
-    def _start(self, slot: int, split: str, task_index: int) -> TextObs:
-        opts, target = self._draw(split, task_index)
-        self._target[slot] = target
-        return TextObs(
-            f"{self.env_name}-{split}-{task_index}",
-            f"Pick the box with the {target} label.",
-            f"A shelf holds {len(opts)} boxes: {', '.join(opts)}.",
-            [f"pick[{w}]" for w in opts],
-        )
-
-    def _act(self, slot: int, action: str) -> TextStep:
-        obs = self._obs[slot]
-        if action.strip() not in obs.available_actions:
-            return TextStep(obs.observation, obs.available_actions, invalid=True)
-        won = action.strip() == f"pick[{self._target[slot]}]"
-        return TextStep(
-            "The box is open.", [], reward=float(won), score=float(won), terminated=True, success=won
-        )
+    def _listed(self, slot: int, action: str) -> TextStep:
+        return self._end(action == f"pick[{self._target[slot]}]", "The box is open.")
 
 
 class CreditProbeEnv(_ProbeEnv):
@@ -121,6 +136,9 @@ class CreditProbeEnv(_ProbeEnv):
     """
 
     env_name = "probe_credit"
+    instruction = "Open the {} door."
+    scene = "A table holds {} keys: {}."
+    action = "take[{} key]"
 
     def __init__(self, batch_size=(1,), max_steps: int = 8, split: str = "train", seed: int | None = 0,
                  options: int = 4, corridor: int = 2):  # fmt: skip
@@ -134,28 +152,17 @@ class CreditProbeEnv(_ProbeEnv):
         self._key: dict[int, str | None] = {}
         self._walked: dict[int, int] = {}
 
-    def _start(self, slot: int, split: str, task_index: int) -> TextObs:
-        opts, target = self._draw(split, task_index)
-        self._target[slot], self._key[slot], self._walked[slot] = target, None, 0
-        return TextObs(
-            f"{self.env_name}-{split}-{task_index}",
-            f"Open the {target} door.",
-            f"A table holds {len(opts)} keys: {', '.join(opts)}.",
-            [f"take[{w} key]" for w in opts],
-        )
+    def _begin(self, slot: int) -> None:
+        self._key[slot], self._walked[slot] = None, 0
 
-    def _act(self, slot: int, action: str) -> TextStep:
-        obs, a = self._obs[slot], action.strip()
-        if a not in obs.available_actions:
-            return TextStep(obs.observation, obs.available_actions, invalid=True)
+    def _listed(self, slot: int, action: str) -> TextStep:
         if self._key[slot] is None:  # the choice
-            self._key[slot] = a[len("take[") : -len(" key]")]
-        elif a == "walk":
+            self._key[slot] = action[len("take[") : -len(" key]")]
+        elif action == "walk":
             self._walked[slot] += 1
         else:  # "open door": the outcome of the first step's choice
             won = self._key[slot] == self._target[slot]
-            text = "The door opens." if won else "The key does not fit."
-            return TextStep(text, [], reward=float(won), score=float(won), terminated=True, success=won)
+            return self._end(won, "The door opens." if won else "The key does not fit.")
         if self._walked[slot] < self.corridor:
             return TextStep("You walk down the corridor carrying a key.", ["walk"])
         return TextStep("You stand before a door.", ["open door"])
