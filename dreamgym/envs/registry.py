@@ -45,5 +45,6 @@ register_env("web", "dreamgym.envs.web.env:WebEnv")  # needs chromium + chromedr
 register_env("synthetic", "dreamgym.envs.synthetic:SyntheticEnv")
 register_env("agentgym_webshop", "dreamgym.serve.client:WebShopHTTPEnv")  # needs url= of a server
 register_env("agentgym_alfworld", "dreamgym.serve.client:ALFWorldHTTPEnv")
-register_env("probe_choice", "dreamgym.envs.probes:ChoiceProbeEnv")  # learning checks (scripts/learning_check.py)
+# learning checks (scripts/learning_check.py)
+register_env("probe_choice", "dreamgym.envs.probes:ChoiceProbeEnv")
 register_env("probe_credit", "dreamgym.envs.probes:CreditProbeEnv")
