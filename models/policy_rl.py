@@ -274,18 +274,18 @@ class PolicyRL(L.LightningModule):
         rank, world = (self.global_rank, self.trainer.world_size) if self._trainer is not None else (0, 1)
         if self.curriculum is not None and not phase.is_real:
             tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
-        elif self.train_tasks is not None:
+        else:
             gen = torch.Generator().manual_seed(int(self.schedule.iteration) * 7919 + 17)
             n, pool = self.tasks_per_batch * world, self.train_tasks
-            if max(pool) >= env.num_tasks():
+            if pool is None:
+                tasks = torch.randint(env.num_tasks(), (n,), generator=gen).tolist()
+            elif max(pool) >= env.num_tasks():
                 raise IndexError(
                     f"PolicyRL.train_tasks has index {max(pool)}, but split {env.split!r} has {env.num_tasks()} tasks"
                 )
-            order = torch.cat([torch.randperm(len(pool), generator=gen) for _ in range(-(-n // len(pool)))])
-            tasks = [pool[i] for i in order[:n].tolist()]
-        else:
-            gen = torch.Generator().manual_seed(int(self.schedule.iteration) * 7919 + 17)
-            tasks = torch.randint(env.num_tasks(), (self.tasks_per_batch * world,), generator=gen).tolist()
+            else:
+                order = torch.cat([torch.randperm(len(pool), generator=gen) for _ in range(-(-n // len(pool)))])
+                tasks = [pool[i] for i in order[:n].tolist()]
         return tasks[rank * self.tasks_per_batch : (rank + 1) * self.tasks_per_batch]
 
     def _after_collect(self, phase, tasks: list[int], coll: Collection) -> dict[str, float]:

@@ -8,7 +8,7 @@ a broken one (advantage sign flipped, action mask inverted...) cannot.
 
     python scripts/learning_check.py --out benchmarks/results/learning_check.json
 
-``--break`` runs the same check on a deliberately broken core (``advantage_sign``: advantages negated
+``--bugs`` runs the same check on a deliberately broken core (``advantage_sign``: advantages negated
 after the estimator; ``action_mask``: the loss on the prompt tokens instead of the response), to show
 the check fails then. :func:`run_check` is what ``tests/test_learning_check.py`` runs at tiny size.
 """
