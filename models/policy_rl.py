@@ -284,7 +284,9 @@ class PolicyRL(L.LightningModule):
                     f"PolicyRL.train_tasks has index {max(pool)}, but split {env.split!r} has {env.num_tasks()} tasks"
                 )
             else:
-                order = torch.cat([torch.randperm(len(pool), generator=gen) for _ in range(-(-n // len(pool)))])
+                order = torch.cat(
+                    [torch.randperm(len(pool), generator=gen) for _ in range(-(-n // len(pool)))]
+                )
                 tasks = [pool[i] for i in order[:n].tolist()]
         return tasks[rank * self.tasks_per_batch : (rank + 1) * self.tasks_per_batch]
 
