@@ -10,7 +10,10 @@ __all__ = ["held_out_comparison", "print_summary"]
 def held_out_comparison(
     episodes: dict[str, Path], n_tasks: int
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """``test/...`` metrics of each policy's held-out episodes, and the paired test RL vs warm start.
+    """``test/...`` metrics of each policy's held-out episodes, and the paired tests RL vs warm start: the
+    exact McNemar test on success (``only_a``, ``only_b``, ``p_one_sided``, ...) and the exact sign test on
+    the per-task score (``score_higher_a``, ``score_higher_b``, ``score_p_one_sided``; WebShop's purchase
+    score: a graded outcome that moves where success is rare).
 
     Raises:
         RuntimeError: if an episode file holds another number of tasks than ``eval_tasks`` (it was made
@@ -18,7 +21,7 @@ def held_out_comparison(
     """
     from dreamgym.envs.episodes import trajectory_metrics
     from dreamgym.schema import read_trajectories
-    from dreamgym.stats import mcnemar_exact
+    from dreamgym.stats import mcnemar_exact, sign_test
 
     trajs = {name: list(read_trajectories(path)) for name, path in episodes.items()}
     for name, t in trajs.items():
@@ -36,7 +39,13 @@ def held_out_comparison(
         raise RuntimeError(
             f"{episodes['policy_rl']} and {episodes['policy_sft']} hold different tasks; delete both and rerun"
         )
-    return evals, mcnemar_exact([t.success for t in rl], [t.success for t in sft])
+    score = sign_test([t.score for t in rl], [t.score for t in sft])
+    return evals, {
+        **mcnemar_exact([t.success for t in rl], [t.success for t in sft]),
+        "score_higher_a": score["higher_a"],
+        "score_higher_b": score["higher_b"],
+        "score_p_one_sided": score["p_one_sided"],
+    }
 
 
 def print_summary(eval_tasks: int, report: dict) -> None:
@@ -55,6 +64,11 @@ def print_summary(eval_tasks: int, report: dict) -> None:
         f"  paired on the same tasks: solved only by policy_rl {int(c['only_a'])}, only by policy_sft "
         f"{int(c['only_b'])}; exact McNemar p (policy_rl better) = {c['p_one_sided']:.3f}"
     )
+    if "score_p_one_sided" in c:  # reports written before the score test have none
+        print(
+            f"  score higher with policy_rl on {int(c['score_higher_a'])} tasks, with policy_sft on "
+            f"{int(c['score_higher_b'])}; exact sign test p (policy_rl better) = {c['score_p_one_sided']:.3g}"
+        )
     for name, m in report.get("fidelity_onpolicy", {}).items():
         print(
             f"  {name} on the warm start's held-out final steps: success precision "
@@ -67,7 +81,8 @@ def print_summary(eval_tasks: int, report: dict) -> None:
         "evaluate_policy_sft": f"success {ev.get('policy_sft', {}).get('test/success_rate', float('nan')):.3f}",
         "evaluate_policy_rl": f"success {ev.get('policy_rl', {}).get('test/success_rate', float('nan')):.3f}",
         "onpolicy_rollouts": f"{report.get('onpolicy_real_transitions', 0)} real transitions",
-        "rl": f"p = {c['p_one_sided']:.3f} vs the warm start",
+        "rl": f"p = {c['p_one_sided']:.3f} (success), "
+        f"{c.get('score_p_one_sided', float('nan')):.3g} (score) vs the warm start",
     }
     fid = report.get("fidelity_onpolicy", {}).get("experience_model_onpolicy")
     if fid:

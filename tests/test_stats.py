@@ -1,11 +1,11 @@
-"""Exact McNemar test against hand-computed binomial tails."""
+"""Exact McNemar and sign tests against hand-computed binomial tails."""
 
 import json
 import sys
 
 import pytest
 
-from dreamgym.stats import mcnemar_exact
+from dreamgym.stats import mcnemar_exact, sign_test
 
 
 def test_mcnemar_by_hand():
@@ -22,6 +22,23 @@ def test_mcnemar_by_hand():
     assert mcnemar_exact([1, 0], [1, 0])["p_one_sided"] == 1.0
     with pytest.raises(ValueError, match="same length"):
         mcnemar_exact([1], [1, 0])
+
+
+def test_sign_test_on_graded_outcomes_by_hand():
+    # higher with A on tasks 0, 1, 2, 4; with B on task 3; ties (5, 6) carry nothing: P[X >= 4], X ~ Bin(5, 1/2)
+    a = [0.5, 1.0, 0.2, 0.0, 0.75, 0.3, 0.0]
+    b = [0.1, 0.5, 0.1, 0.4, 0.25, 0.3, 0.0]
+    out = sign_test(a, b)
+    assert (out["higher_a"], out["higher_b"], out["n"]) == (4, 1, 7)
+    assert out["mean_a"] == pytest.approx(sum(a) / 7) and out["mean_b"] == pytest.approx(sum(b) / 7)
+    assert out["p_one_sided"] == pytest.approx(6 / 32)
+    assert out["p_two_sided"] == pytest.approx(12 / 32)
+    assert sign_test(b, a)["p_one_sided"] == pytest.approx(31 / 32)
+    # on success bits it is McNemar's test
+    bits_a, bits_b = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
+    assert sign_test(bits_a, bits_b)["p_one_sided"] == mcnemar_exact(bits_a, bits_b)["p_one_sided"]
+    with pytest.raises(ValueError, match="same length"):
+        sign_test([0.5], [0.5, 0.1])
 
 
 def test_compare_curves_finds_the_first_differing_step():
