@@ -279,7 +279,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     guard = [OFFLINE_ONLY_ARG] if cfg.offline_only else []  # last, so rl_args cannot drop it
     rl = stage(
         "rl", fit_stage, cfg.rl_config, [*rl_paths(cfg.rl_config, sim, sft), *cfg.rl_args, *guard], d / "policy_rl",
-        "model.init_args.save_dir",
+        "model.init_args.save_dir", None, budget,
     )  # fmt: skip
     stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
     evals, comparison = held_out_comparison(episodes, cfg.eval_tasks)
