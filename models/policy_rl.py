@@ -53,6 +53,7 @@ from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
 from dreamgym.rl.scoring import score_rollout
 from dreamgym.rl.update import minibatch_updates
+from dreamgym.seeding import run_seed
 from dreamgym.strategies import check_rl_strategy
 
 __all__ = ["PolicyRL"]
@@ -92,6 +93,9 @@ class PolicyRL(L.LightningModule):
             each iteration a fresh random order of them, without repeats while ``tasks_per_batch`` allows
             (``None``: all tasks of the split, drawn with replacement). A handful of train tasks makes the
             over-fitting check of ``scripts/learning_check.py``. The curriculum, when set, picks its own.
+        task_seed: seed of those draws, which are a function of (``task_seed``, iteration) so a resumed run
+            draws what the uninterrupted one did (``None``: the run's seed, ``seed_everything``; runs with
+            other seeds play other tasks).
         save_dir: export the trained policy here (:func:`~dreamgym.modeling.factory.export_model`: model +
             tokenizer, LoRA adapters merged) at the end of fit.
     """
@@ -120,6 +124,7 @@ class PolicyRL(L.LightningModule):
         log_samples: int = 2,
         save_dir: str | None = None,
         train_tasks: list[int] | None = None,
+        task_seed: int | None = None,
     ):
         super().__init__()
         self.automatic_optimization = False
@@ -147,6 +152,7 @@ class PolicyRL(L.LightningModule):
                 "schedule's env split, or null for all of its tasks"
             )
         self.train_tasks = None if train_tasks is None else [int(t) for t in train_tasks]
+        self.task_seed = run_seed(task_seed)
         schedule.check()
         self.model, self.tokenizer = policy.build()
         self.critic = critic
@@ -275,7 +281,9 @@ class PolicyRL(L.LightningModule):
         if self.curriculum is not None and not phase.is_real:
             tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
         else:
-            gen = torch.Generator().manual_seed(int(self.schedule.iteration) * 7919 + 17)
+            gen = torch.Generator().manual_seed(
+                int(self.schedule.iteration) * 7919 + 17 + self.task_seed * 1_000_003
+            )  # task_seed 0: the draws of the records made before task_seed existed
             n, pool = self.tasks_per_batch * world, self.train_tasks
             if pool is None:
                 tasks = torch.randint(env.num_tasks(), (n,), generator=gen).tolist()

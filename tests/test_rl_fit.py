@@ -272,3 +272,27 @@ def test_train_tasks_restrict_the_uniform_draw(toy_policy):
     module = _module(toy_policy, RealSchedule(_factory(), iterations=3), train_tasks=[99])
     with pytest.raises(IndexError, match="train_tasks has index 99"):
         module._pick_tasks(module.schedule.next_phase(4))
+
+
+def test_task_draws_follow_the_run_seed_and_the_iteration(toy_policy):
+    """The same (seed, iteration) draws the same tasks (a resumed run replays them); another seed draws
+    others, so a suite's seeds are not the same task sequence; seed 0 keeps the draws made before
+    ``task_seed`` existed (iteration * 7919 + 17)."""
+
+    def draws(**kw):
+        module = _module(toy_policy, RealSchedule(_factory(), iterations=8), **kw)
+        phase = module.schedule.next_phase(4)
+        out = []
+        for it in range(8):
+            module.schedule.iteration = it
+            out.append(module._pick_tasks(phase))
+        return phase.env.num_tasks(), out
+
+    n, seed0 = draws(task_seed=0)
+    old = [
+        torch.randint(n, (2,), generator=torch.Generator().manual_seed(it * 7919 + 17)).tolist() for it in range(8)
+    ]
+    assert seed0 == old and draws(task_seed=0)[1] == seed0
+    assert draws(task_seed=1)[1] != seed0
+    torch.manual_seed(1)  # no task_seed: the run's seed (seed_everything)
+    assert draws()[1] == draws(task_seed=1)[1]
