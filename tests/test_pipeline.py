@@ -38,7 +38,10 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     assert not list(out.glob("*.partial"))
     # the bundled config's wall-clock budget bounds every fit stage, RL included
     assert set(report["time_budget"]["max_time_minutes"]) == {
-        "experience_model", "policy_sft", "experience_model_onpolicy", "policy_rl"
+        "experience_model",
+        "policy_sft",
+        "experience_model_onpolicy",
+        "policy_rl",
     }
     assert (out / "main_job.png").exists()  # held-out success (+ the RL curve when it logged)
     solved = {}  # per held-out task, from the episode files themselves
@@ -65,7 +68,10 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     assert cmp["p_one_sided"] == pytest.approx(p)
     assert cmp["success_a"] == report["eval"]["policy_rl"]["test/success_rate"]
     scores = {
-        policy: [t.score for t in sorted(read_trajectories(out / f"{policy}_test_episodes.jsonl"), key=lambda t: t.task_id)]
+        policy: [
+            t.score
+            for t in sorted(read_trajectories(out / f"{policy}_test_episodes.jsonl"), key=lambda t: t.task_id)
+        ]
         for policy in ("policy_sft", "policy_rl")
     }  # the sign test on per-task scores: tasks where RL scored higher / lower, ties dropped
     higher = sum(a > b for a, b in zip(scores["policy_rl"], scores["policy_sft"], strict=True))

@@ -290,7 +290,8 @@ def test_task_draws_follow_the_run_seed_and_the_iteration(toy_policy):
 
     n, seed0 = draws(task_seed=0)
     old = [
-        torch.randint(n, (2,), generator=torch.Generator().manual_seed(it * 7919 + 17)).tolist() for it in range(8)
+        torch.randint(n, (2,), generator=torch.Generator().manual_seed(it * 7919 + 17)).tolist()
+        for it in range(8)
     ]
     assert seed0 == old and draws(task_seed=0)[1] == seed0
     assert draws(task_seed=1)[1] != seed0
