@@ -28,8 +28,8 @@ import numpy as np
 
 from dreamgym.agents import Agent, agent_names, make_agent
 from dreamgym.envs.episodes import Episode, run_episodes, trajectory_metrics
-from dreamgym.envs.registry import make_env
-from dreamgym.schema import Trajectory, TrajectoryWriter
+from dreamgym.envs.registry import make_env, registered_envs
+from dreamgym.schema import Trajectory, TrajectoryWriter, check_whole_lines, save_trajectories
 from dreamgym.teachers.base import Teacher, get_teacher
 
 __all__ = ["collect_trajectories", "collect_policy_trajectories", "main"]
@@ -204,7 +204,6 @@ def collect_policy_trajectories(
         (``success_rate``, ``score_mean``, ...).
     """
     from dreamgym.modeling import LanguageModel
-    from dreamgym.schema import write_trajectories
 
     if not Path(policy_dir).is_dir():
         raise FileNotFoundError(
@@ -230,11 +229,7 @@ def collect_policy_trajectories(
         env.close()
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(str(out) + ".tmp")
-        tmp.unlink(missing_ok=True)
-        write_trajectories(tmp, trajs)
-        tmp.replace(out)
+        save_trajectories(out, trajs)
     return trajs, trajectory_metrics(trajs)
 
 
@@ -285,14 +280,23 @@ def main(argv: list[str] | None = None) -> None:
             f"--out {args.out!r}: its folder {str(parent)!r} does not exist or is not writable; "
             "create it or choose another path"
         )
-    if args.overwrite:
-        Path(args.out).unlink(missing_ok=True)
+    if args.env not in registered_envs():
+        ap.error(f"--env {args.env!r} is not a registered env; choose one of {registered_envs()}")
+    if args.batch_size < 1:
+        ap.error(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.append:
+        try:
+            check_whole_lines(args.out)
+        except ValueError as exc:
+            ap.error(f"--append: {exc}")
+    # episodes are gathered first and written in one atomic step: an existing --out file stays as it is
+    # until the new one is complete (a mistyped argument or a kill never loses it)
     trajs = collect_trajectories(
         args.env,
         args.split,
         args.n_expert,
         args.n_random,
-        out=args.out,
+        out=None,
         seed=args.seed,
         teacher=not args.no_teacher,
         max_steps=args.max_steps,
@@ -308,4 +312,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
             f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions"
         )
-    print(f"appended {len(trajs)} trajectories to {args.out}")
+    existed = Path(args.out).exists()
+    save_trajectories(args.out, trajs, append=args.append)
+    done = "appended" if args.append and existed else "replaced the file with" if existed else "wrote"
+    print(f"{done} {len(trajs)} trajectories to {args.out}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ __all__ = [
     "TrajectoryWriter",
     "read_trajectories",
     "write_trajectories",
+    "save_trajectories",
+    "check_whole_lines",
     "iter_transitions",
 ]
 
@@ -262,6 +265,7 @@ class TrajectoryWriter:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_whole_lines(self.path)  # never glue a record onto a cut line
         self._f = self.path.open("a", encoding="utf-8")
         self.count = 0
 
@@ -287,3 +291,49 @@ def write_trajectories(path: str | os.PathLike, trajectories: Iterable[Trajector
         for t in trajectories:
             w.write(t)
         return w.count
+
+
+def check_whole_lines(path: str | os.PathLike) -> None:
+    """Refuse to add to a JSONL file whose last line is cut (a write was interrupted: no newline at its end).
+
+    Raises:
+        ValueError: naming the file and the fix.
+    """
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n":
+            raise ValueError(
+                f"{path}: its last line is cut (no newline at its end: a write was interrupted); delete that "
+                "line or restore the file before adding to it"
+            )
+
+
+def save_trajectories(
+    path: str | os.PathLike, trajectories: Iterable[Trajectory], append: bool = False
+) -> int:
+    """Write trajectories to ``path`` so that no interruption loses or cuts data: into a temporary file in
+    the same folder (with ``append``, after a copy of the lines already there), flushed to disk, then
+    renamed over ``path``. Until the rename the old file is untouched; returns how many were written.
+
+    Raises:
+        ValueError: with ``append``, when the existing file's last line is cut (:func:`check_whole_lines`).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if append:
+        check_whole_lines(path)
+    tmp = path.with_name(path.name + ".partial")
+    tmp.unlink(missing_ok=True)
+    if append and path.exists():
+        shutil.copyfile(path, tmp)
+    try:
+        n = write_trajectories(tmp, trajectories)
+        with tmp.open("rb") as fh:
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n

@@ -193,3 +193,44 @@ def test_collect_refuses_an_unwritable_output_before_collecting(tmp_path, out, c
         main(["collect", "--env", "webshop", "--n-expert", "1", "--n-random", "0", "--out", out])
     assert e.value.code == 2 and "does not exist or is not writable" in capsys.readouterr().err
     assert not list(tmp_path.rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--env", "webshopp"], "--env 'webshopp' is not a registered env"),
+        (["--env-kwargs", "{not json"], "--env-kwargs must be a JSON object"),
+        (["--batch-size", "0"], "--batch-size must be >= 1"),
+        (["--env-kwargs", '{"no_such_arg": 1}'], "env 'webshop' takes no argument(s) ['no_such_arg']"),
+    ],
+)
+def test_collect_overwrite_keeps_the_file_when_arguments_are_bad(tmp_path, extra, expected, capsys):
+    """#39: `collect --overwrite` with a bad argument used to delete the user's file before failing."""
+    out = tmp_path / "data.jsonl"
+    out.write_text("precious\n")
+    try:  # argparse's checks exit, the package's errors come back through the CLI's boundary
+        rc = run_guarded(
+            main, ["collect", "--n-expert", "1", "--n-random", "0", "--out", str(out), "--overwrite", *extra]
+        )
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2 and expected in err and "Traceback" not in err
+    assert out.read_text() == "precious\n" and not list(tmp_path.glob("*.partial"))
+
+
+def test_append_refuses_a_file_whose_last_line_is_cut(tmp_path, capsys):
+    """#39: a collect cut by a full disk left half a line; `--append` glued a record onto it."""
+    from dreamgym.schema import TrajectoryWriter, save_trajectories
+
+    out = tmp_path / "data.jsonl"
+    out.write_text('{"task_id": 1}\n{"task_id": 2, "instr')
+    before = out.read_bytes()
+    with pytest.raises(SystemExit) as e:
+        main(["collect", "--n-expert", "1", "--n-random", "0", "--out", str(out), "--append"])
+    assert e.value.code == 2 and "its last line is cut" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="last line is cut"):
+        TrajectoryWriter(out)
+    with pytest.raises(ValueError, match="last line is cut"):
+        save_trajectories(out, [], append=True)
+    assert out.read_bytes() == before

@@ -73,7 +73,7 @@ def test_collect_errors_and_cli(tmp_path, capsys):
             "2",
         ]
     )
-    assert "appended 3 trajectories" in capsys.readouterr().out
+    assert "wrote 3 trajectories" in capsys.readouterr().out
     assert len(list(read_trajectories(out))) == 3
     args = ["--split", "test", "--n-expert", "1", "--n-random", "0", "--out", str(out), "--batch-size", "1"]
     with pytest.raises(SystemExit) as e:  # an existing file is neither appended to nor replaced silently

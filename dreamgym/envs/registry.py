@@ -7,6 +7,7 @@ that importing the registry does not import heavy optional dependencies (TextWor
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -32,10 +33,18 @@ def make_env(name: str, **kwargs: Any):
 
     Raises:
         KeyError: naming the unknown env and listing the registered ones.
+        ValueError: for a keyword the env's constructor does not take, naming it and listing those it does.
     """
     if name not in _REGISTRY:
         raise KeyError(f"unknown env {name!r}; registered envs are {registered_envs()}")
-    return resolve(_REGISTRY[name])(**kwargs)
+    cls = resolve(_REGISTRY[name])
+    init = cls.__init__ if isinstance(cls, type) else cls  # a metaclass __call__ hides a class's own
+    params = {k: v for k, v in inspect.signature(init).parameters.items() if k != "self"}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(kwargs) - set(params)) if not takes_any else []
+    if unknown:
+        raise ValueError(f"env {name!r} takes no argument(s) {unknown}; its arguments are {sorted(params)}")
+    return cls(**kwargs)
 
 
 # Built-in envs. Later modules join here, one line each.
