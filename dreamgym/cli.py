@@ -68,9 +68,18 @@ def _lightning_cli(argv: list[str], run: bool = True):
             cfg = self.config.get(self.subcommand) if self.subcommand else self.config
             if cfg is not None and cfg.get("ckpt_path") == "last":
                 _resume_last(cfg)
+            elif cfg is not None and cfg.get("ckpt_path"):
+                from dreamgym.checkpoint_io import check_checkpoint_file
+
+                check_checkpoint_file(cfg.get("ckpt_path"))
             if cfg is not None:
                 _drop_bar_when_disabled(cfg)
                 _fill_precision(cfg)
+
+        def instantiate_trainer(self, **kwargs):
+            trainer = super().instantiate_trainer(**kwargs)
+            _atomic_checkpoints(trainer)
+            return trainer
 
         def add_arguments_to_parser(self, parser):
             # Values that must agree are given once. A link whose source does not exist for the chosen
@@ -126,6 +135,18 @@ def _parse_error(stage: str, message: str) -> ValueError:
     )
 
 
+def _atomic_checkpoints(trainer) -> None:
+    """Save checkpoints atomically (:class:`dreamgym.checkpoint_io.AtomicCheckpointIO`) where the strategy
+    uses Lightning's plain ``TorchCheckpointIO`` (a configured checkpoint IO of another kind is kept)."""
+    from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+    from dreamgym.checkpoint_io import AtomicCheckpointIO
+
+    strategy = trainer.strategy
+    if type(getattr(strategy, "checkpoint_io", None)) is TorchCheckpointIO:
+        strategy.checkpoint_io = AtomicCheckpointIO()
+
+
 def _drop_bar_when_disabled(cfg) -> None:
     """``--trainer.enable_progress_bar false`` with a config that names a progress-bar callback (the
     shipped ones name ``PlannedProgressBar``): drop the bar instead of Lightning's refusal."""
@@ -171,6 +192,9 @@ def _resume_last(cfg) -> None:
         )
         cfg.ckpt_path = None
         return
+    from dreamgym.checkpoint_io import check_checkpoint_file
+
+    check_checkpoint_file(found[-1])
     cfg.ckpt_path = str(found[-1])
     init.version = found[-1].parents[1].name
     print(f"[dreamgym] --ckpt_path last: resuming {cfg.ckpt_path}", flush=True)

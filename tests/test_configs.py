@@ -128,7 +128,11 @@ def test_the_cli_fills_an_unset_precision_and_keeps_a_given_one(tiny_dirs, tmp_p
     path = str(ROOT / "configs" / "webshop_policy_sft.yaml")
     base = ["--config", path, *_overrides(yaml.safe_load(open(path)), tiny_dirs),
             f"--trainer.default_root_dir={tmp_path}", "--trainer.logger=false"]  # fmt: skip
-    assert _lightning_cli(base, run=False).trainer.precision == "bf16-mixed"
+    cli = _lightning_cli(base, run=False)
+    assert cli.trainer.precision == "bf16-mixed"
+    from dreamgym.checkpoint_io import AtomicCheckpointIO
+
+    assert isinstance(cli.trainer.strategy.checkpoint_io, AtomicCheckpointIO)  # every fit saves atomically
     given = _lightning_cli([*base, "--trainer.precision=32-true"], run=False)
     assert given.trainer.precision == "32-true"
 
