@@ -212,13 +212,23 @@ def main(argv: list[str] | None = None) -> None:
         getattr(importlib.import_module(module), fn)(argv[1:])
         return
     from jsonargparse import ArgumentError
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    from dreamgym.errors import Interrupted
 
     _refuse_pipeline_config(argv)
+    stage = next((a for a in argv if a in STAGES), argv[0])
+    resume = "rerun the same command with --ckpt_path last to resume from the last saved checkpoint"
     try:
         _lightning_cli(argv)
     except ArgumentError as exc:
-        stage = next((a for a in argv if a in STAGES), argv[0])
         raise _parse_error(stage, str(exc)) from None
+    except SIGTERMException:  # Lightning's graceful stop is a SystemExit with code 0: not a finished run
+        raise Interrupted(f"`{stage}` stopped by SIGTERM; {resume}", 143) from None
+    except SystemExit as exc:  # Lightning turns Ctrl-C (SIGINT) into sys.exit(1)
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise Interrupted(f"`{stage}` stopped by SIGINT (Ctrl-C); {resume}", 130) from None
+        raise
 
 
 def _refuse_pipeline_config(argv: list[str]) -> None:

@@ -19,7 +19,25 @@ import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["USER_ERRORS", "user_message", "did_you_mean", "constructor_parameters", "run_guarded"]
+__all__ = [
+    "USER_ERRORS",
+    "Interrupted",
+    "user_message",
+    "did_you_mean",
+    "constructor_parameters",
+    "run_guarded",
+]
+
+
+class Interrupted(Exception):
+    """A run stopped by a signal (SIGTERM, SIGINT) before it finished: the command line prints
+    ``interrupted: <message>`` (what was stopped and how to resume) and exits with ``code``
+    (128 + the signal's number, as a shell reports a process killed by it), never 0."""
+
+    def __init__(self, message: str, code: int = 143):
+        super().__init__(message)
+        self.code = code
+
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
@@ -124,6 +142,9 @@ def run_guarded(main: Callable[[list[str]], object], argv: list[str] | None = No
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Interrupted as exc:
+        print(f"interrupted: {exc}", file=sys.stderr)
+        return exc.code
     except Exception as exc:  # noqa: BLE001  (the boundary: everything else is re-raised below)
         message = None if debug else user_message(exc)
         if message is None:

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dreamgym.errors import Interrupted
+
 if TYPE_CHECKING:
     from dreamgym.pipeline import PipelineConfig
 
@@ -263,7 +265,14 @@ class StageClock:
     def __call__(self, name: str, fn, *args):
         t0 = time.perf_counter()
         print(f"[{self.tag}] stage {name} ...", flush=True)
-        out = fn(*args)
+        try:
+            out = fn(*args)
+        except Interrupted as exc:
+            raise Interrupted(
+                f"[{self.tag}] stage {name} stopped by a signal; rerun the same command: finished stages are "
+                "skipped and this one resumes from its last saved checkpoint",
+                exc.code,
+            ) from None
         self.seconds[name] = round(time.perf_counter() - t0, 1)
         print(f"[{self.tag}] stage {name} done in {self.seconds[name]} s -> {out}", flush=True)
         return out

@@ -79,3 +79,16 @@ class FailOnce(Callback):
         if trainer.global_step == self.at_step and not self.flag.exists():
             self.flag.touch()
             raise RuntimeError(f"injected failure after step {self.at_step}")
+
+
+class SignalAt(Callback):
+    """Sends this process ``signum`` after training step ``at_step`` (as a scheduler or Ctrl-C would)."""
+
+    def __init__(self, at_step: int, signum: int = 15):
+        self.at_step, self.signum = at_step, signum
+
+    def on_train_batch_end(self, trainer, *_):
+        if trainer.global_step == self.at_step:
+            import os
+
+            os.kill(os.getpid(), self.signum)

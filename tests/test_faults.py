@@ -134,3 +134,31 @@ def test_interrupted_fit_stage_resumes_from_its_checkpoint_and_other_args_start_
     assert "come from other arguments: starting fresh" in capsys.readouterr().out
     assert (stage_log_dir(other) / "version_1").exists()  # a new version; the old one is left alone
     assert _state(stage_log_dir(other) / "version_0" / "checkpoints" / "last.ckpt")["step"] == ITERATIONS
+
+
+@pytest.mark.parametrize(
+    "signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
+)
+def test_a_signal_stops_a_fit_with_a_non_zero_exit_and_how_to_resume(tmp_path, capsys, signum, code, name):
+    """#39: SIGTERM made Lightning stop gracefully and `make run` exit 0 as if finished."""
+    from dreamgym.errors import run_guarded
+    from dreamgym.stages import StageClock, fit_stage
+
+    tok = make_toy_tokenizer(tmp_path / "tok")
+    config = _config(tmp_path, tok)
+    sig = ["--trainer.callbacks+=fault_toy.SignalAt", "--trainer.callbacks.at_step=2",
+           f"--trainer.callbacks.signum={int(signum)}"]  # fmt: skip
+    assert (
+        run_guarded(
+            lambda argv: __import__("dreamgym.cli").cli.main(argv), ["fit", "--config", str(config), *sig]
+        )
+        == code
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"interrupted: `fit` stopped by {name}") and "--ckpt_path last" in err[-1]
+    out = tmp_path / "stage" / "policy"  # through the pipeline's stage runner: the stage is named
+    stage = StageClock()
+    with pytest.raises(Exception) as info:
+        stage("rl", fit_stage, str(config), sig, out, "model.init_args.save_dir")
+    assert "stage rl stopped by a signal; rerun the same command" in str(info.value)
+    assert getattr(info.value, "code", None) == code and not out.exists()
