@@ -263,7 +263,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     """Run every stage (skipping finished ones); return and save the report."""
     from dreamgym.precision import auto_precision
 
-    stage = StageClock()
+    stage = StageClock(record=cfg.out_dir / "stage_seconds.json")
     times, d = stage.seconds, cfg.out_dir
     budget = cfg.time_budget()
     print(f"[pipeline] precision {auto_precision()} (chosen for this device; a config's trainer.precision wins); "
@@ -292,6 +292,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         if budget is None
         else {"minutes": budget.minutes, "max_time_minutes": budget.given},
         "total_seconds": round(sum(times.values()), 1),
+        "skipped_stages": stage.skipped,  # outputs found from an earlier run: their time is that run's
         "peak_rss_mb": peak_mb,
         "eval": evals,
         "policy_rl_vs_policy_sft": comparison,

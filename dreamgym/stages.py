@@ -257,13 +257,19 @@ def _dhms(minutes: float) -> str:
 
 
 class StageClock:
-    """Runs named stages, printing their start and end and recording their wall time in :attr:`seconds`."""
+    """Runs named stages, printing their start and end and recording their wall time in :attr:`seconds`.
 
-    def __init__(self, tag: str = "pipeline"):
-        self.tag, self.seconds = tag, {}
+    With ``record`` (a JSON file), the time of every stage that ran is kept there, and a stage skipped
+    because its output already exists (the output, a path, is older than the call) reports the time it
+    took when it ran: a resumed run's report keeps every stage's time. :attr:`skipped` names those stages.
+    """
+
+    def __init__(self, tag: str = "pipeline", record: Path | None = None):
+        self.tag, self.seconds, self.skipped, self.record = tag, {}, [], record
+        self._ran = json.loads(record.read_text()) if record is not None and record.exists() else {}
 
     def __call__(self, name: str, fn, *args):
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         print(f"[{self.tag}] stage {name} ...", flush=True)
         try:
             out = fn(*args)
@@ -273,8 +279,24 @@ class StageClock:
                 "skipped and this one resumes from its last saved checkpoint",
                 exc.code,
             ) from None
-        self.seconds[name] = round(time.perf_counter() - t0, 1)
-        print(f"[{self.tag}] stage {name} done in {self.seconds[name]} s -> {out}", flush=True)
+        took = round(time.perf_counter() - t0, 1)
+        old = isinstance(out, Path) and out.exists() and out.stat().st_mtime < wall0
+        if old and name in self._ran:
+            self.skipped.append(name)
+            self.seconds[name] = self._ran[name]
+            print(
+                f"[{self.tag}] stage {name}: output exists ({self._ran[name]} s when it ran) -> {out}",
+                flush=True,
+            )
+            return out
+        self.seconds[name] = took
+        if self.record is not None:
+            self._ran[name] = took
+            self.record.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.record.with_name(self.record.name + ".tmp")
+            tmp.write_text(json.dumps(self._ran, indent=1))
+            tmp.replace(self.record)
+        print(f"[{self.tag}] stage {name} done in {took} s -> {out}", flush=True)
         return out
 
 

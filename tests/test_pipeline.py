@@ -91,3 +91,6 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     stamps.pop(out / "pipeline_report.json")
     again = run_pipeline(parse_pipeline_config(_argv(out)))
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps and again["eval"] == report["eval"]
+    # ... and its report keeps the time each stage took when it ran (#39: it showed 0.0 s)
+    assert report["skipped_stages"] == [] and set(again["skipped_stages"]) == set(report["stage_seconds"])
+    assert again["stage_seconds"] == report["stage_seconds"]
