@@ -53,7 +53,7 @@ from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
 from dreamgym.rl.scoring import score_rollout
 from dreamgym.rl.update import minibatch_updates
-from dreamgym.seeding import run_seed
+from dreamgym.seeding import rng_state, run_seed, set_rng_state
 from dreamgym.strategies import check_rl_strategy
 
 __all__ = ["PolicyRL"]
@@ -152,6 +152,7 @@ class PolicyRL(L.LightningModule):
                 "schedule's env split, or null for all of its tasks"
             )
         self.train_tasks = None if train_tasks is None else [int(t) for t in train_tasks]
+        self._resume_rng: dict[str, Any] | None = None  # set by on_load_checkpoint
         self.task_seed = run_seed(task_seed)
         schedule.check()
         self.model, self.tokenizer = policy.build()
@@ -226,6 +227,9 @@ class PolicyRL(L.LightningModule):
     # --------------------------------------------------------------- training
     def training_step(self, batch: Any, batch_idx: int):
         t0 = time.perf_counter()
+        if self._resume_rng is not None:  # a resumed fit continues the random stream it saved
+            set_rng_state(self._resume_rng)
+            self._resume_rng = None
         world = max(1, self.trainer.world_size if self._trainer is not None else 1)
         phase = self.schedule.next_phase(self.tasks_per_batch * self.group_size * world)
         if phase is None:
@@ -403,6 +407,9 @@ class PolicyRL(L.LightningModule):
             for name, env in self.schedule.built_envs().items()
             if (buf := _written_buffer(env)) is not None
         }
+        state["rng"] = (
+            rng_state()
+        )  # sampling continues where it was: a resumed run equals an uninterrupted one
         checkpoint["dreamgym_rl"] = state
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -418,6 +425,9 @@ class PolicyRL(L.LightningModule):
             buf = _written_buffer(self.schedule.env(name))
             if buf is not None:
                 buf.load_state_dict(buf_state)
+        # restored at the first training step, not here: Lightning draws from the torch generator between
+        # this hook and that step (each DataLoader iterator takes a base seed from it)
+        self._resume_rng = state.get("rng")
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
