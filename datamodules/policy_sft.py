@@ -106,7 +106,14 @@ class PolicySFTDataModule(L.LightningDataModule):
         data = self.train_examples
         lengths = [len(ex["prompt"]) + len(ex["target"]) for ex in data]
         return train_loader(
-            data, self.batch_size, lengths, list, self.group_by_length, self.seed, self.num_workers
+            data,
+            self.batch_size,
+            lengths,
+            list,
+            self.group_by_length,
+            self.seed,
+            self.num_workers,
+            self.trainer,
         )
 
     def val_dataloader(self) -> DataLoader:

@@ -277,7 +277,14 @@ class TrajectoryDataModule(L.LightningDataModule):
             len(ex["prompt"]) + len(ex.get("reasoning", "")) + len(ex.get("outcome", "")) for ex in data
         ]
         return train_loader(
-            data, self.batch_size, lengths, _collate, self.group_by_length, self.seed, self.num_workers
+            data,
+            self.batch_size,
+            lengths,
+            _collate,
+            self.group_by_length,
+            self.seed,
+            self.num_workers,
+            self.trainer,
         )
 
     def val_dataloader(self) -> DataLoader | list:

@@ -196,3 +196,51 @@ def test_a_resumed_grpo_fit_ends_with_the_weights_of_an_uninterrupted_one(tmp_pa
     assert (tmp_path / "failed_once").exists()  # it did fail and resume
     differ = [k for k in a if not torch.equal(a[k], resumed[k])]
     assert not differ, f"{len(differ)} of {len(a)} tensors differ after the resume, e.g. {differ[:3]}"
+
+
+@pytest.mark.slow
+def test_a_resumed_sft_fit_sees_the_batches_of_an_uninterrupted_one(tmp_path):
+    """#39: a policy warm start killed mid-epoch and resumed with ``--ckpt_path last`` used to start its
+    data order again (Lightning: "your dataloader is not resumable"); now the interrupted epoch's order is
+    made again from (seed, epoch) and the trained batches skipped: the final weights are bit-identical
+    to an uninterrupted fit's (which two uninterrupted fits are to each other first)."""
+    from dreamgym.cli import main as cli_main
+    from dreamgym.collect import collect_trajectories
+
+    data = tmp_path / "train.jsonl"
+    collect_trajectories(
+        "webshop", "train", 6, 0, out=data, seed=0, batch_size=3
+    )  # 2 batches of 8 ... per epoch
+    tok = make_toy_tokenizer(tmp_path / "tok")
+    steps = 7  # over 2 epochs, so an epoch boundary is crossed after the resume too
+
+    def final(name: str, *extra: str) -> dict:
+        run = tmp_path / name
+        args = [
+            "fit", "--config", str(ROOT / "configs" / "webshop_policy_sft.yaml"),
+            f"--model.init_args.policy.init_args.tokenizer_path={tok}", "--model.init_args.policy.init_args.preset=tiny",
+            "--model.init_args.policy.init_args.max_positions=512", "--model.init_args.max_length=256",
+            f"--model.init_args.save_dir={run / 'policy'}", f"--model.init_args.lr_scheduler.init_args.total_steps={steps}",
+            f"--data.init_args.train_files=[{data}]", "--data.init_args.val_files=[]", "--data.init_args.batch_size=4",
+            f"--trainer.max_steps={steps}", "--trainer.limit_val_batches=0", "--trainer.enable_progress_bar=false",
+            "--trainer.callbacks.every_n_train_steps=1", f"--trainer.logger.init_args.save_dir={run / 'runs'}",
+            "--trainer.precision=32-true", "--seed_everything=0", *extra,
+        ]  # fmt: skip
+        try:
+            cli_main(args)
+        except RuntimeError as exc:
+            assert "injected failure" in str(exc)
+            cli_main([*args, "--ckpt_path", "last"])
+        (ckpt,) = (run / "runs").glob("*/version_0/checkpoints/last.ckpt")
+        ck = torch.load(ckpt, weights_only=False)
+        assert ck["global_step"] == steps
+        return ck["state_dict"]
+
+    a, b = final("a"), final("b")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    fail = ["--trainer.callbacks+=fault_toy.FailOnce", "--trainer.callbacks.at_step=3",
+            f"--trainer.callbacks.flag={tmp_path / 'failed_once'}"]  # fmt: skip
+    resumed = final("resumed", *fail)
+    assert (tmp_path / "failed_once").exists()
+    differ = [k for k in a if not torch.equal(a[k], resumed[k])]
+    assert not differ, f"{len(differ)} of {len(a)} tensors differ after the resume, e.g. {differ[:3]}"
