@@ -14,6 +14,7 @@ naming the file, the line, the field, the bad value and the fix; nothing is skip
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Iterable, Iterator
@@ -206,6 +207,13 @@ def _validate(d: Any, spec: dict[str, tuple[tuple[type, ...], bool]], where: str
                 f"{where}: field '{name}' must be {want}, got {type(v).__name__} {v!r:.80}"
             )
         out[name] = v
+    for name in ("reward", "score"):  # what the experience model's own parser accepts (formats.parse_target)
+        v = out.get(name)
+        if v is not None and not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            raise TrajectoryFileError(
+                f"{where}: field '{name}' is {v!r}; rewards and scores are finite numbers in [0, 1] (every "
+                "bundled env's outcome reward is 0 or 1): fix or drop this record"
+            )
     if "source" in out and out["source"] not in SOURCES:
         raise TrajectoryFileError(f"{where}: field 'source' is {out['source']!r}; use one of {SOURCES}")
     if "split" in out and out["split"] not in SPLITS:
@@ -234,8 +242,15 @@ def read_trajectories(path: str | os.PathLike) -> Iterator[Trajectory]:
             f"trajectory file {str(path)!r} does not exist; create it with "
             f"`python -m dreamgym collect --env <env> --split <split> --out {path}`"
         )
-    with path.open("r", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise TrajectoryFileError(
+                    f"{path}:{lineno}: not UTF-8 text ({e.reason} at byte {e.start}); a trajectory file is JSON "
+                    "lines in UTF-8 (a binary file, or one saved as UTF-16?)"
+                ) from None
             if not line.strip():
                 continue
             try:

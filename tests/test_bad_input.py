@@ -88,6 +88,16 @@ def test_user_message_finds_the_package_error_inside_a_chain():
 # -------------------------------------------------------------------------------- trajectory files
 GOOD = {"trajectory_id": "t0", "env": "webshop", "task_id": "0", "split": "train", "instruction": "i", "source": "offline", "policy": "expert",
         "transitions": []}  # fmt: skip
+STEP = {
+    "task_id": "0",
+    "instruction": "i",
+    "step": 0,
+    "state": "s",
+    "action": "a",
+    "next_state": "t",
+    "reward": 0.0,
+    "done": False,
+}
 
 
 @pytest.mark.parametrize(
@@ -98,11 +108,21 @@ GOOD = {"trajectory_id": "t0", "env": "webshop", "task_id": "0", "split": "train
         ([json.dumps({**GOOD, "bogus": 1})], r":1: unknown field\(s\) \['bogus'\]"),
         ([json.dumps({**GOOD, "transitions": "x"})], r":1:.*transitions"),
         ([json.dumps([1, 2])], r":1:"),
+        # #39 item 6: out-of-range rewards and scores were trained on
+        ([json.dumps({**GOOD, "transitions": [{**STEP, "reward": float("nan")}]})], r":1, transitions\[0\]: field 'reward' is nan"),
+        ([json.dumps({**GOOD, "transitions": [{**STEP, "reward": 7}]})], r":1, transitions\[0\]: field 'reward' is 7.*\[0, 1\]"),
+        ([json.dumps({**GOOD, "score": -0.5})], r":1:.*'score' is -0.5"),
+        # #39 item 5: binary and UTF-16 files gave a UnicodeDecodeError traceback
+        ([json.dumps(GOOD).encode("utf-16")], r":1: not UTF-8 text.*UTF-16"),
+        ([b"\x89PNG\r\n\x1a\n\xff\xfe"], r":1: not UTF-8 text"),
     ],
 )
 def test_broken_or_wrong_typed_jsonl_names_file_and_line(tmp_path, lines, expected):
     path = tmp_path / "broken.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    if isinstance(lines[0], bytes):
+        path.write_bytes(lines[0])
+    else:
+        path.write_text("\n".join(lines) + "\n")
     before = _digest([path])
     with pytest.raises(TrajectoryFileError, match=str(path).replace(".", r"\.") + expected):
         list(read_trajectories(path))
