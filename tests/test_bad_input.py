@@ -109,8 +109,14 @@ STEP = {
         ([json.dumps({**GOOD, "transitions": "x"})], r":1:.*transitions"),
         ([json.dumps([1, 2])], r":1:"),
         # #39 item 6: out-of-range rewards and scores were trained on
-        ([json.dumps({**GOOD, "transitions": [{**STEP, "reward": float("nan")}]})], r":1, transitions\[0\]: field 'reward' is nan"),
-        ([json.dumps({**GOOD, "transitions": [{**STEP, "reward": 7}]})], r":1, transitions\[0\]: field 'reward' is 7.*\[0, 1\]"),
+        (
+            [json.dumps({**GOOD, "transitions": [{**STEP, "reward": float("nan")}]})],
+            r":1, transitions\[0\]: field 'reward' is nan",
+        ),
+        (
+            [json.dumps({**GOOD, "transitions": [{**STEP, "reward": 7}]})],
+            r":1, transitions\[0\]: field 'reward' is 7.*\[0, 1\]",
+        ),
         ([json.dumps({**GOOD, "score": -0.5})], r":1:.*'score' is -0.5"),
         # #39 item 5: binary and UTF-16 files gave a UnicodeDecodeError traceback
         ([json.dumps(GOOD).encode("utf-16")], r":1: not UTF-8 text.*UTF-16"),

@@ -292,6 +292,26 @@ def test_tokenizer_cli_saves_a_transformers_tokenizer(toy_data, tmp_path):
     assert len(tok) == 300 and tok.decode(tok.encode(text, add_special_tokens=False)) == text
     with pytest.raises(SystemExit):
         main(["tokenizer", "--data", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "t2")])
+    # #39: an existing tokenizer is replaced only when asked; an empty corpus is an error, not a tokenizer
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "tok").iterdir())
+    argv = [
+        "tokenizer",
+        "--data",
+        str(toy_data["train"]),
+        "--out",
+        str(tmp_path / "tok"),
+        "--vocab-size",
+        "300",
+    ]
+    with pytest.raises(SystemExit, match="2"):
+        main(argv)
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "tok").iterdir()) == before
+    main([*argv, "--overwrite"])
+    assert len(AutoTokenizer.from_pretrained(tmp_path / "tok", local_files_only=True)) == 300
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(SystemExit, match="2"):
+        main(["tokenizer", "--data", str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "t3")])
+    assert not (tmp_path / "t3").exists()
 
 
 def test_experience_sft_takes_format_and_buffer_through_its_protocol(toy_data, tmp_path):

@@ -8,6 +8,8 @@ saves it with ``save_pretrained`` so ``transformers.AutoTokenizer.from_pretraine
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="output directory (save_pretrained)")
     parser.add_argument("--vocab-size", type=int, default=4096, help="BPE vocabulary size")
     parser.add_argument("--min-frequency", type=int, default=2, help="minimum pair frequency for a merge")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing tokenizer in --out")
     args = parser.parse_args(argv)
     from dreamgym.modeling.tokenizer import corpus_from_trajectories, train_tokenizer
 
@@ -38,9 +41,22 @@ def main(argv: list[str] | None = None) -> None:
             f"--data file(s) {missing} do not exist; make them with "
             "`python -m dreamgym collect --env webshop --split train --out <file>`"
         )
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        parser.error(f"--out {args.out!r} exists and is not empty; pass --overwrite to replace it")
+    parent = out.resolve().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        parser.error(f"--out {args.out!r}: its folder {str(parent)!r} does not exist or is not writable")
     t0 = time.time()
-    texts = corpus_from_trajectories(args.data) + list(FORMAT_SNIPPETS) * 100
+    corpus = corpus_from_trajectories(args.data)
+    if not corpus:
+        parser.error(f"--data {args.data} hold no trajectories: nothing to train the tokenizer on")
+    texts = corpus + list(FORMAT_SNIPPETS) * 100
     tok = train_tokenizer(texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    tok.save_pretrained(args.out)
+    tmp = out.with_name(out.name + ".partial")  # complete before it replaces anything
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok.save_pretrained(tmp)
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
     print(f"tokenizer: {len(tok)} tokens from {len(texts)} texts in {time.time() - t0:.1f}s -> {args.out}")
