@@ -71,6 +71,10 @@ class PolicySFTDataModule(L.LightningDataModule):
         seed: int | None = None,
     ):
         super().__init__()
+        if batch_size < 1 or num_workers < 0:
+            raise ValueError(
+                f"PolicySFTDataModule: batch_size ({batch_size}) must be >= 1 and num_workers ({num_workers}) >= 0"
+            )
         self.train_files, self.val_files = list(train_files), list(val_files or [])
         self.format = format or PolicyFormat()
         self.policies = tuple(policies or ["expert"])

@@ -202,6 +202,11 @@ class TrajectoryDataModule(L.LightningDataModule):
         group_by_length: bool = True,
     ):
         super().__init__()
+        if min(batch_size, eval_batch_size) < 1 or num_workers < 0:
+            raise ValueError(
+                f"TrajectoryDataModule: batch_size ({batch_size}) and eval_batch_size ({eval_batch_size}) must be "
+                f">= 1 and num_workers ({num_workers}) >= 0"
+            )
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"TrajectoryDataModule.exclude={exclude!r}; use one of {EXCLUDE_MODES}")
         if not train_files:

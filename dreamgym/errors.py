@@ -81,6 +81,8 @@ def user_message(exc: BaseException) -> str | None:
     """The one-line message of an input error raised by the package (anywhere in ``exc``'s chain of
     causes), or None when ``exc`` is something else (then the caller shows the traceback)."""
     for e in _chain(exc):
+        if type(e).__name__ == "MisconfigurationException":  # Lightning's: a trainer setting, by definition
+            return f"trainer setting: {e}"
         if isinstance(e, USER_ERRORS) and _raised_by_package(e):
             text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
             return text if type(e) is ValueError else f"{type(e).__name__}: {text}"

@@ -338,6 +338,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-body", type=int, default=65536, help="largest request body in bytes")
     p.add_argument("--limit-concurrency", type=int, default=256, help="concurrent connections before 503")
     args = p.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        p.error(f"--port must be in 0..65535, got {args.port}")
     import uvicorn
 
     try:
