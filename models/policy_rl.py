@@ -252,6 +252,7 @@ class PolicyRL(L.LightningModule):
         stats = self._optimize(rollout)
         n_tok = int(rollout.attention_mask.sum())
         metrics = {f"rollout/{k}": v for k, v in coll.metrics().items()}
+        metrics["rollout/sim_error_episodes"] = float(len(coll.episodes) - len(coll.learned_episodes))
         metrics.update(stats)
         metrics.update(extra)
         if isinstance(phase.env, SyntheticEnv):  # the synthetic env's health, cumulative
@@ -307,7 +308,7 @@ class PolicyRL(L.LightningModule):
         if phase.is_real or self.curriculum is None:
             return {}
         groups: list[list[float]] = [[] for _ in tasks]
-        for e in coll.episodes:
+        for e in coll.learned_episodes:
             groups[e.group_id].append(e.reward)
         return self.curriculum.update(phase.env, tasks, groups)
 

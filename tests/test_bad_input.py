@@ -240,7 +240,9 @@ def test_collect_overwrite_keeps_the_file_when_arguments_are_bad(tmp_path, extra
         )
     except SystemExit as e:
         rc = e.code
-    last = capsys.readouterr().err.strip().splitlines()[-2:]  # (pytest's closed log streams may add noise above)
+    last = (
+        capsys.readouterr().err.strip().splitlines()[-2:]
+    )  # (pytest's closed log streams may add noise above)
     assert rc == 2 and any(expected in line and "error" in line for line in last), last
     assert out.read_text() == "precious\n" and not list(tmp_path.glob("*.partial"))
 
@@ -280,5 +282,7 @@ def test_bad_settings_are_one_line_not_a_traceback(argv, expected, capsys):
         rc = run_guarded(main, argv)
     except SystemExit as e:  # argparse's own checks
         rc = e.code
-    last = capsys.readouterr().err.strip().splitlines()[-2:]  # (pytest's closed log streams may add noise above)
+    last = (
+        capsys.readouterr().err.strip().splitlines()[-2:]
+    )  # (pytest's closed log streams may add noise above)
     assert rc == 2 and any(expected in line and "error" in line for line in last), last

@@ -1,8 +1,9 @@
 """Multi-turn batched collection through a TextEnvBase env into the rollout schema."""
 
 import pytest
-from rl_toy import LetterEnv, make_toy_tokenizer
+from rl_toy import LETTERS, LetterEnv, make_toy_tokenizer
 
+from dreamgym.envs.base import TextStep
 from dreamgym.modeling import LanguageModel
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.rl.collector import RolloutCollector
@@ -92,3 +93,26 @@ def test_learning_reward_score_trains_on_the_env_score(toy_lm):
         assert any(e.scores != e.rewards for e in out.episodes)
     with pytest.raises(ValueError, match="learning_reward='bonus'"):
         RolloutCollector(learning_reward="bonus")
+
+
+class _FailingSimLetters(LetterEnv):
+    """LetterEnv whose simulator fails (``sim_error``, episode ended, reward 0) on task 1's episodes."""
+
+    def _act(self, slot, action):
+        if self._letter[slot] == LETTERS[1]:
+            return TextStep("[simulation failed]", [], terminated=True, sim_error=True)
+        return super()._act(slot, action)
+
+
+def test_episodes_cut_by_a_simulation_failure_are_not_learned_from(toy_lm):
+    """#39: a sim_error (experience-model parse failure, server failure) ended the episode with reward 0
+    and it was trained on as the policy's failure. Now its turns leave the update; the episode still
+    counts in the metrics and in ``episodes``."""
+    model, tok = toy_lm
+    col = RolloutCollector(max_new_tokens=6, max_prompt_tokens=200)
+    out = col.collect(_FailingSimLetters(batch_size=[4], max_steps=2), model, tok, [0, 1], group_size=2)
+    failed = [e for e in out.episodes if e.task_index == 1]
+    assert len(out.episodes) == 4 and len(failed) == 2 and all(e.sim_error for e in failed)
+    assert out.learned_episodes == [e for e in out.episodes if e.task_index == 0]
+    assert out.turns and {t.group_id for t in out.turns} == {0}  # no turn of task 1's group
+    assert sum(len(e.actions) for e in out.learned_episodes) == len(out.turns)

@@ -51,6 +51,7 @@ class Episode:
     score: float = 0.0
     terminated: bool = False
     truncated: bool = False
+    sim_error: bool = False  # a step failed to simulate (experience-model parse failure, server failure)
 
     @property
     def reward(self) -> float:
@@ -196,9 +197,11 @@ def _record(nxt, active, slot_ep, actions, on_step) -> list[int]:
     done, term = nxt["done"].reshape(-1).tolist(), nxt["terminated"].reshape(-1).tolist()
     invalid, success = nxt["invalid"].reshape(-1).tolist(), nxt["success"].reshape(-1).tolist()
     states, avail = as_text_list(nxt["observation"]), as_text_list(nxt["available_actions"])
+    sim_error = nxt["sim_error"].reshape(-1).tolist() if "sim_error" in nxt.keys() else [False] * len(done)
     ended = []
     for i in active:
         ep = slot_ep[i]
+        ep.sim_error = ep.sim_error or bool(sim_error[i])
         ep.actions.append(actions[i])
         ep.rewards.append(float(reward[i]))
         ep.scores.append(float(score[i]))

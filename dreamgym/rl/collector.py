@@ -37,11 +37,16 @@ __all__ = ["RolloutCollector", "Collection", "collector_from_config"]
 class Collection:
     """What one :meth:`RolloutCollector.collect` call produced."""
 
-    turns: list[Turn]
-    episodes: list[Episode]
+    turns: list[Turn]  # the turns to learn from: none of an episode cut by a simulation failure
+    episodes: list[Episode]  # every episode played (metrics count them all)
     transitions: int  # env steps taken (each one counted once)
     generated_tokens: int
     seconds: float
+
+    @property
+    def learned_episodes(self) -> list[Episode]:
+        """The episodes whose turns are learned from: those no simulation failure (``sim_error``) ended."""
+        return [e for e in self.episodes if not e.sim_error]
 
     def metrics(self) -> dict[str, float]:
         """Episode-level means (see :func:`episode_metrics`)."""
@@ -169,6 +174,8 @@ class RolloutCollector:
         )
         turns, gen_tokens = [], sum(len(r) for _, r, _ in sent.values())
         for ep in episodes:
+            if ep.sim_error:  # its end is a simulator's failure, not an outcome of the policy's actions
+                continue
             last = len(ep.actions) - 1
             learned = ep.rewards if self.learning_reward == "reward" else ep.scores
             for t in range(last + 1):
