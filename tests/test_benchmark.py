@@ -291,7 +291,7 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
         f"{sched}.synthetic_env.init_args.kwargs={{write_back: true, max_new_tokens: 16, decoding: free}}",
         *[a for a in TINY_RL_ARGS if ".schedule." not in a],
     ]  # fmt: skip
-    pipeline = [*pipeline_argv(out, QUIET), "--env=alfworld", "--train_non_oracle=4", "--train_near_miss=0",
+    pipeline = [*pipeline_argv(out, QUIET, "configs/alfworld_grpo.yaml"), "--env=alfworld", "--train_non_oracle=4", "--train_near_miss=0",
                 "--max_steps=4", "--experience_config=configs/alfworld_experience_sft.yaml",
                 "--policy_sft_config=configs/alfworld_policy_sft.yaml", "--rl_config=configs/alfworld_grpo.yaml"]  # fmt: skip
     arms = [

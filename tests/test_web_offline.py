@@ -105,7 +105,7 @@ def test_web_offline_regime_end_to_end(tmp_path, monkeypatch):
         offline, "forbid_real_steps", lambda reason: guarded.append(reason) or real_forbid(reason)
     )
     out = tmp_path / "web"
-    argv = ["--config", "configs/pipeline_web.yaml", *pipeline_argv(out), "--onpolicy_tasks=0",
+    argv = ["--config", "configs/pipeline_web.yaml", *pipeline_argv(out, rl_config="configs/web_grpo.yaml"), "--onpolicy_tasks=0",
             "--train_non_oracle=0", "--eval_batch_size=2", "--max_steps=4"]  # fmt: skip
     report = run_pipeline(parse_pipeline_config(argv))
     assert guarded, "the RL stage ran without the OfflineOnly guard"

@@ -2,6 +2,7 @@
 benchmark tests: a few episodes, a 400-token BPE, 2-step fits of the `tiny` preset, 1 RL iteration."""
 
 import json
+from pathlib import Path
 
 QUIET = [
     "--trainer.logger=false", "--trainer.callbacks=[]", "--trainer.enable_progress_bar=false",
@@ -25,9 +26,38 @@ SYNTHETIC_ENV = [
 ]
 """A tiny synthetic env for ``SyntheticSchedule`` configs (a tiny experience model decodes freely)."""
 
+TINY_S2R_ARGS = [
+    "--trainer.val_check_interval=100",
+    "--model.init_args.schedule.init_args.synthetic_iterations=1",
+    "--model.init_args.schedule.init_args.real_iterations=1",
+    "--model.init_args.eval_env.init_args.max_steps=2",
+    "--model.init_args.tasks_per_batch=1", "--model.init_args.group_size=2",
+    "--model.init_args.collector.init_args.max_new_tokens=8",
+    "--model.init_args.schedule.init_args.synthetic_env.init_args.batch_size=2",
+    "--model.init_args.schedule.init_args.synthetic_env.init_args.max_steps=2",
+    "--model.init_args.schedule.init_args.synthetic_env.init_args.kwargs={write_back: true, max_new_tokens: 16, decoding: free}",
+    "--model.init_args.schedule.init_args.real_env.init_args.batch_size=2",
+    "--model.init_args.schedule.init_args.real_env.init_args.max_steps=2",
+]  # fmt: skip
+"""RL overrides of Sim2RealSchedule configs: one synthetic iteration (tiny synthetic env), one real one."""
 
-def pipeline_argv(out, quiet: list[str] | None = None) -> list[str]:
-    """Overrides of configs/pipeline_webshop.yaml (without ``--config``) writing under ``out``."""
+
+def tiny_rl_args(rl_config: str) -> list[str]:
+    """The tiny RL overrides for ``rl_config``'s schedule (synthetic-only or sim-to-real)."""
+    import yaml
+
+    schedule = yaml.safe_load(open(rl_config))["model"]["init_args"]["schedule"]["class_path"]
+    return TINY_S2R_ARGS if schedule.endswith("Sim2RealSchedule") else [*TINY_RL_ARGS, *SYNTHETIC_ENV]
+
+
+def pipeline_argv(out, quiet: list[str] | None = None, rl_config: str | None = None) -> list[str]:
+    """Overrides of configs/pipeline_webshop.yaml (without ``--config``) writing under ``out``; the RL
+    overrides fit ``rl_config`` (default: the one configs/pipeline_webshop.yaml names)."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    rl_config = rl_config or yaml.safe_load(open(root / "configs" / "pipeline_webshop.yaml"))["rl_config"]
+    rl_config = str(root / rl_config)
     quiet = [f"--trainer.default_root_dir={out}/runs", *(QUIET if quiet is None else quiet)]
     tiny_lm = [*quiet, "--trainer.max_steps=2", "--trainer.limit_val_batches=0"]
     return [
@@ -41,5 +71,5 @@ def pipeline_argv(out, quiet: list[str] | None = None) -> list[str]:
         "--onpolicy_tasks=2",
         "--onpolicy_experience_args=" + json.dumps([*tiny_lm, "--model.init_args.max_new_tokens=16",
                                                     "--model.init_args.decoding=free"]),
-        "--rl_args=" + json.dumps([*quiet, *TINY_RL_ARGS, *SYNTHETIC_ENV]),
+        "--rl_args=" + json.dumps([*quiet, *tiny_rl_args(rl_config)]),
     ]  # fmt: skip
