@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+from tensordict import NonTensorStack
 
 from dreamgym.cli import main
 from dreamgym.errors import did_you_mean, run_guarded, user_message
@@ -286,3 +288,25 @@ def test_bad_settings_are_one_line_not_a_traceback(argv, expected, capsys):
         capsys.readouterr().err.strip().splitlines()[-2:]
     )  # (pytest's closed log streams may add noise above)
     assert rc == 2 and any(expected in line and "error" in line for line in last), last
+
+
+def test_env_edges_are_errors_not_silent(tmp_path):
+    """#39 item 7: task_index=-5 drew a random task; stepping after close() worked; NUL and right-to-left
+    override characters in an action were echoed into the page."""
+    from tensordict import TensorDict
+
+    from dreamgym.envs.registry import make_env
+
+    env = make_env("webshop", batch_size=[1], split="test")
+    with pytest.raises(IndexError, match=r"task_index -5: give a task index 0\.\.\d+ of split 'test', or -1"):
+        env.reset(TensorDict({"task_index": torch.tensor([[-5]])}, batch_size=[1]))
+    td = env.reset(TensorDict({"task_index": torch.tensor([[0]])}, batch_size=[1]))
+    td["action"] = NonTensorStack("search[red\x00 shoes\u202e\u200b]")
+    page = env.step(td)["next", "observation"]
+    text = page if isinstance(page, str) else page[0]
+    assert "red shoes" in text and not any(c in text for c in "\x00\u202e\u200b")
+    env.close()
+    with pytest.raises(RuntimeError, match=r"step\(\) after close\(\): make a new env"):
+        env.step(td)
+    with pytest.raises(RuntimeError, match=r"reset\(\) after close\(\)"):
+        env.reset()

@@ -32,6 +32,7 @@ implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task b
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -100,6 +101,17 @@ def as_text_list(value) -> list:
     if isinstance(value, str):
         return [value]
     return list(value)
+
+
+def printable(text: str) -> str:
+    """``text`` without control and invisible format characters (NUL, escape codes, right-to-left
+    overrides, zero-width marks: Unicode categories Cc and Cf), so an action never writes them into a
+    page; whitespace controls (newline, tab) become spaces."""
+    return "".join(
+        " " if c in "\t\n\r" else c
+        for c in text
+        if c in "\t\n\r" or unicodedata.category(c) not in ("Cc", "Cf")
+    )
 
 
 class TextEnvBase(EnvBase):
@@ -244,6 +256,11 @@ class TextEnvBase(EnvBase):
         self._queued.extend(int(t) for t in task_indices)
 
     def _next_task(self, requested: int) -> int:
+        if requested < -1:
+            raise IndexError(
+                f"task_index {requested}: give a task index 0..{self.num_tasks() - 1} of split {self.split!r}, "
+                "or -1 to draw one"
+            )
         if requested >= 0:
             n = self.num_tasks()
             if requested >= n:
@@ -260,7 +277,17 @@ class TextEnvBase(EnvBase):
         self._rng = np.random.default_rng(seed)
         return seed
 
+    def close(self, *, raise_if_closed: bool = True):
+        """Release the env; a later ``reset`` or ``step`` is an error (make a new env)."""
+        self._closed = True
+        super().close(raise_if_closed=raise_if_closed)
+
+    def _check_open(self, call: str) -> None:
+        if getattr(self, "_closed", False):
+            raise RuntimeError(f"{type(self).__name__}.{call}() after close(): make a new env")
+
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        self._check_open("reset")
         if self.is_real:
             check_real_step(self, "reset")
         n = self.batch_size[0]
@@ -286,10 +313,11 @@ class TextEnvBase(EnvBase):
         return td
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self._check_open("step")
         if self.is_real:
             check_real_step(self, "step")
         n = self.batch_size[0]
-        actions = [str(a) for a in as_text_list(tensordict.get("action"))]
+        actions = [printable(str(a)) for a in as_text_list(tensordict.get("action"))]
         if len(actions) != n:
             raise ValueError(
                 f"{type(self).__name__} expects {n} actions under key 'action', got {len(actions)}"
