@@ -15,10 +15,12 @@
     7. fidelity  fidelity_onpolicy.json          both experience models on those episodes' final steps
                                                  (success precision: does the model call a failed
                                                  purchase a success?); with stage 5 only
-    8. rl        policy_rl/                      GRPO in the synthetic env (configs/webshop_grpo.yaml)
+    8. rl        policy_rl/                      RL from the warm start (``rl_config``): configs/pipeline_webshop.yaml
+                                                 runs DreamGym-S2R GRPO (configs/webshop_sim2real_grpo.yaml)
     9. evaluate  policy_rl_test_episodes.jsonl   the RL policy on the same tasks; eval.json: success,
                                                  score, steps, invalid rate of both, and the paired exact
-                                                 McNemar test (dreamgym.stats) of RL vs warm start
+                                                 tests (dreamgym.stats) of RL vs warm start: McNemar on
+                                                 success, the sign test on per-task score
 
 Why stage 5: expert data holds almost only successful purchases; the paper grounds the experience
 model in fresh interactions, here the warm start's own real episodes on train tasks (never test tasks),
@@ -100,7 +102,7 @@ class PipelineConfig:
         experience_args: extra CLI overrides for it (e.g. ``["--trainer.max_steps=300"]``).
         policy_sft_config: LightningCLI config of the policy warm start.
         policy_sft_args: extra CLI overrides for it.
-        rl_config: LightningCLI config of the RL stage (GRPO in the synthetic env by default).
+        rl_config: LightningCLI config of the RL stage (the class default: GRPO in the synthetic env).
         rl_args: extra CLI overrides for it.
         onpolicy_tasks: train tasks ``0..onpolicy_tasks-1`` the warm start plays (sampling) for the
             experience model's continuation; 0 skips stage 5 (RL then uses ``experience_model``).
