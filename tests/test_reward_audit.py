@@ -53,7 +53,7 @@ def _episodes(trajs, lie: bool = False) -> list[Episode]:
             rewards[-1] = 1.0
         out.append(
             Episode(i, i, i, t.task_id, t.instruction, actions=[s.action for s in t.transitions],
-                    rewards=rewards, success=lie or t.success)
+                    rewards=rewards, success=lie or t.success, score=1.0 if lie else t.score)
         )  # fmt: skip
     return out
 
@@ -82,10 +82,16 @@ def test_audit_catches_a_wrong_reward_and_passes_a_faithful_one(real, trajs):
     assert faithful["sim/audit_success_precision"] == 1.0 and faithful["sim/audit_reward_acc"] == 1.0
     assert faithful["sim/audit_success_recall"] == 1.0 and faithful["sim/audit_episodes"] == len(trajs)
     assert steps == sum(len(t.transitions) for t in trajs)
+    real_score = sum(t.score for t in trajs) / len(trajs)
+    assert faithful["sim/audit_score_mae"] == pytest.approx(0.0, abs=1e-6)
+    assert faithful["sim/audit_score_real"] == pytest.approx(real_score, abs=1e-6)
     lying, _ = audit_episodes(real, _episodes(trajs, lie=True))
     share = sum(t.success for t in trajs) / len(trajs)
     assert share < 1.0 and lying["sim/audit_success_precision"] == pytest.approx(share)
     assert lying["sim/audit_success_recall"] == 1.0 and lying["sim/audit_reward_acc"] == pytest.approx(share)
+    # a synthetic score of 1.0 everywhere: off by what the real env gives, on average
+    assert lying["sim/audit_score_synthetic"] == 1.0
+    assert lying["sim/audit_score_mae"] == pytest.approx(1.0 - real_score, abs=1e-6)
 
 
 def test_tasks_that_are_not_real_are_skipped(real, trajs):

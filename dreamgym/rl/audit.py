@@ -14,6 +14,9 @@ synthetic one (:func:`audit_episodes`):
 * ``sim/audit_success_recall``: of those that succeed in the real env, the share the model called
   successful;
 * ``sim/audit_reward_acc``: share whose synthetic episode reward equals the real one;
+* ``sim/audit_score_synthetic`` / ``sim/audit_score_real``: mean final score the experience model gave /
+  the real env gives the same action sequences, and ``sim/audit_score_mae`` their mean absolute
+  difference (what misleads a policy learning from the score, ``learning_reward: score``);
 * ``data/audit_transitions``: real env steps spent on audits so far (cumulative).
 
 Audit steps are only measured: they are never trained on, never written to a replay buffer, and not
@@ -46,10 +49,12 @@ def audit_episodes(real_env: Any, episodes: Sequence[Episode]) -> tuple[dict[str
 
     Returns:
         The metrics (``sim/audit_success_precision``, ``sim/audit_success_recall``,
-        ``sim/audit_reward_acc``, ``sim/audit_episodes``: episodes replayed), ``{}`` when none was,
+        ``sim/audit_reward_acc``, ``sim/audit_score_synthetic``, ``sim/audit_score_real``,
+        ``sim/audit_score_mae``, ``sim/audit_episodes``: episodes replayed), ``{}`` when none was,
         and the number of real steps taken.
     """
     tp = fp = fn = same = replayed = steps = 0
+    scores: list[tuple[float, float]] = []  # (synthetic, real) final score per replayed episode
     for ep in episodes:
         task = real_env.task_index_of(ep.task_id)
         if task is None:
@@ -61,6 +66,7 @@ def audit_episodes(real_env: Any, episodes: Sequence[Episode]) -> tuple[dict[str
         fp += int(ep.success and not real.success)
         fn += int(real.success and not ep.success)
         same += int(same_reward(ep.reward, real.reward))
+        scores.append((ep.score, real.score))
     if not replayed:
         return {}, steps
     prec, rec = success_precision_recall(tp, fp, fn)
@@ -68,6 +74,9 @@ def audit_episodes(real_env: Any, episodes: Sequence[Episode]) -> tuple[dict[str
         "sim/audit_success_precision": prec,
         "sim/audit_success_recall": rec,
         "sim/audit_reward_acc": same / replayed,
+        "sim/audit_score_synthetic": float(np.mean([a for a, _ in scores])),
+        "sim/audit_score_real": float(np.mean([b for _, b in scores])),
+        "sim/audit_score_mae": float(np.mean([abs(a - b) for a, b in scores])),
         "sim/audit_episodes": float(replayed),
     }, steps
 
