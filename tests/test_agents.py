@@ -142,4 +142,4 @@ def test_collect_cli_lists_every_policy(tmp_path, capsys):
     main(args + ["--n-near-miss", "1", "--out", str(out), "--batch-size", "4", "--no-teacher"])
     printed = capsys.readouterr().out
     assert all(f"{p}: " in printed for p in ("expert", "non_oracle", "near_miss"))
-    assert "random: " not in printed and "appended 4 trajectories" in printed
+    assert "random: " not in printed and "wrote 4 trajectories" in printed
