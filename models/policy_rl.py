@@ -244,7 +244,15 @@ class PolicyRL(L.LightningModule):
         )  # fmt: skip
         self.schedule.record(phase, self._all_ranks_sum(coll.transitions))
         extra = self._after_collect(phase, tasks, coll)
-        if not coll.turns:  # nothing to learn from (cannot happen with the budget rule; kept as a guard)
+        if not coll.turns:  # nothing to learn from: every episode was cut by a simulation failure
+            self.log_dict(
+                {
+                    "rollout/sim_error_episodes": float(len(coll.episodes)),
+                    "data/real_transitions": float(self.schedule.real_transitions),
+                    "data/synthetic_transitions": float(self.schedule.synthetic_transitions),
+                },
+                on_step=True, on_epoch=False, batch_size=max(1, len(coll.episodes)),
+            )  # fmt: skip
             return None
         rollout = build_rollout_batch(coll.turns, self._pad_id()).to(self.device)
         self._score(rollout)

@@ -122,7 +122,7 @@ def _rl_overrides(
         f"--model.init_args.policy.init_args.path={policy_dir}",
         f"{sched}.{env_key}.init_args.checkpoint={experience_dir}",
         f"{sched}.{env_key}.init_args.batch_size={slots}", f"{sched}.{env_key}.init_args.max_steps={RL_STEPS}",
-        f"{sched}.{env_key}.init_args.kwargs={{write_back: true, max_new_tokens: 24, decoding: free}}",
+        f"{sched}.{env_key}.init_args.kwargs={{write_back: true, max_new_tokens: 96}}",
         "--model.init_args.eval_env.init_args.batch_size=2", f"--model.init_args.eval_env.init_args.max_steps={RL_STEPS}",
         f"--model.init_args.eval_env.init_args.kwargs={_flow(inputs['env_kwargs'])}", "--data.init_args.eval_tasks=2",
         "--model.init_args.collector.init_args.max_new_tokens=8", "--model.init_args.collector.init_args.temperature=0.3",

@@ -139,11 +139,16 @@ def test_interrupted_fit_stage_resumes_from_its_checkpoint_and_other_args_start_
 @pytest.mark.parametrize(
     "signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]
 )
-def test_a_signal_stops_a_fit_with_a_non_zero_exit_and_how_to_resume(tmp_path, capsys, signum, code, name):
+def test_a_signal_stops_a_fit_with_a_non_zero_exit_and_how_to_resume(
+    tmp_path, capsys, request, signum, code, name
+):
     """#39: SIGTERM made Lightning stop gracefully and `make run` exit 0 as if finished."""
     from dreamgym.errors import run_guarded
     from dreamgym.stages import StageClock, fit_stage
 
+    # Lightning ignores SIGINT for the rest of the process after it handled one (an earlier test may have)
+    prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, prev))
     tok = make_toy_tokenizer(tmp_path / "tok")
     config = _config(tmp_path, tok)
     sig = ["--trainer.callbacks+=fault_toy.SignalAt", "--trainer.callbacks.at_step=2",
