@@ -41,6 +41,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dreamgym.provenance import write_result
 from dreamgym.stages import (
     StageClock,
     TimeBudget,
@@ -285,7 +286,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     )  # fmt: skip
     stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
     evals, comparison = held_out_comparison(episodes, cfg.eval_tasks)
-    (d / "eval.json").write_text(json.dumps({**evals, "policy_rl_vs_policy_sft": comparison}, indent=2))
+    write_result(d / "eval.json", {**evals, "policy_rl_vs_policy_sft": comparison}, indent=2)  # atomic
     peak_mb = peak_rss_mb()
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
     report = {
@@ -307,7 +308,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         report["figure"] = str(main_job_figure(evals, cfg.eval_tasks, _rl_log_dir(cfg), d / "main_job.png"))
     except Exception as exc:  # noqa: BLE001
         print(f"[pipeline] no figure: {type(exc).__name__}: {exc}", flush=True)
-    (d / "pipeline_report.json").write_text(json.dumps(report, indent=2))
+    write_result(d / "pipeline_report.json", report, indent=2)
     print_summary(cfg.eval_tasks, report)
     return report
 
