@@ -291,11 +291,10 @@ class StageClock:
             return out
         self.seconds[name] = took
         if self.record is not None:
+            from dreamgym.provenance import write_result
+
             self._ran[name] = took
-            self.record.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.record.with_name(self.record.name + ".tmp")
-            tmp.write_text(json.dumps(self._ran, indent=1))
-            tmp.replace(self.record)
+            write_result(self.record, self._ran)
         print(f"[{self.tag}] stage {name} done in {took} s -> {out}", flush=True)
         return out
 
