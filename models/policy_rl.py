@@ -65,7 +65,8 @@ class PolicyRL(L.LightningModule):
     Args:
         policy: the policy LM (usually the warm-started ``save_pretrained`` dir via ``path``).
         schedule: where rollouts come from and when to stop (real / synthetic / sim2real).
-        estimator: advantage estimator ("grpo": :class:`GRPOAdvantage`, "gae": :class:`GAEAdvantage`).
+        estimator: advantage estimator ("grpo": :class:`GRPOAdvantage`, "gigpo": :class:`GiGPOAdvantage`,
+            "gae": :class:`GAEAdvantage`).
         critic: PPO critic (value head on the policy or a separate LM); ``None`` for GRPO.
         eval_env: the real env on a held-out split, played by validation (the configs use ``val``, so
             nothing watched during training is read off test tasks).
@@ -256,12 +257,13 @@ class PolicyRL(L.LightningModule):
             return None
         rollout = build_rollout_batch(coll.turns, self._pad_id()).to(self.device)
         self._score(rollout)
-        self.estimator(rollout)
+        est_stats = self.estimator(rollout) or {}
         stats = self._optimize(rollout)
         n_tok = int(rollout.attention_mask.sum())
         metrics = {f"rollout/{k}": v for k, v in coll.metrics().items()}
         metrics["rollout/sim_error_episodes"] = float(len(coll.episodes) - len(coll.learned_episodes))
         metrics.update(stats)
+        metrics.update({f"adv/{k}": float(v) for k, v in est_stats.items()})
         metrics.update(extra)
         if isinstance(phase.env, SyntheticEnv):  # the synthetic env's health, cumulative
             metrics.update({f"sim/{k}": float(v) for k, v in phase.env.health().items()})

@@ -35,7 +35,7 @@ from dreamgym.envs.probes import probe_corpus  # noqa: E402
 from dreamgym.modeling import LanguageModel  # noqa: E402
 from dreamgym.modeling.tokenizer import train_tokenizer  # noqa: E402
 from dreamgym.precision import auto_precision  # noqa: E402
-from dreamgym.rl.advantages import GAEAdvantage, GRPOAdvantage  # noqa: E402
+from dreamgym.rl.advantages import make_advantage_estimator  # noqa: E402
 from dreamgym.rl.collector import RolloutCollector  # noqa: E402
 from dreamgym.rl.critic import ValueHead  # noqa: E402
 from dreamgym.rl.objective import ClipPPOLoss  # noqa: E402
@@ -142,7 +142,7 @@ def run_check(
     module = cls(
         policy=policy,
         schedule=RealSchedule(train_env, iterations=iterations),
-        estimator=GAEAdvantage() if ppo else GRPOAdvantage(),
+        estimator=make_advantage_estimator("gae" if ppo else estimator),
         critic=ValueHead() if ppo else None,
         eval_env=val_env,
         test_split=eval_split,
@@ -219,7 +219,7 @@ def report(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--envs", nargs="+", default=["probe_choice", "probe_credit"])
-    p.add_argument("--estimators", nargs="+", default=["grpo", "ppo"], choices=["grpo", "ppo"])
+    p.add_argument("--estimators", nargs="+", default=["grpo", "ppo"], choices=["grpo", "gigpo", "ppo"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--bugs", nargs="+", default=["none"], choices=BREAKS)
     p.add_argument("--preset", default="tiny")

@@ -8,11 +8,12 @@ import torch
 from dreamgym.rl.advantages import (
     ADVANTAGE_ESTIMATORS,
     GAEAdvantage,
+    discounted_returns,
     gae_advantages,
     grpo_advantages,
     make_advantage_estimator,
 )
-from dreamgym.rl.rollout import Turn, build_rollout_batch
+from dreamgym.rl.rollout import Turn, build_rollout_batch, state_key
 
 
 def test_grpo_by_hand():
@@ -74,3 +75,47 @@ def test_gae_estimator_normalises():
 def test_unknown_estimator_is_named():
     with pytest.raises(KeyError, match="registered"):
         make_advantage_estimator("reinforce++")
+
+
+def _anchored(ep, t, reward, done, state):
+    return Turn([1, 2], [3], reward, done, done, False, 0, 0, ep, t, state_key=state_key(state))
+
+
+def test_discounted_returns_by_hand():
+    # episode A = turns 0-2 (reward at its end), episode B = turn 3
+    g = discounted_returns(torch.tensor([0.0, 0.0, 1.0, 0.5]), torch.tensor([False, False, True, True]), 0.5)
+    assert g.tolist() == pytest.approx([0.25, 0.5, 1.0, 0.5])
+
+
+def test_gigpo_adds_the_anchor_state_advantage_by_hand():
+    # one task, three episodes; all start in "home"; A and B then reach "results", C goes elsewhere.
+    # A buys from "results" (reward 1), B leaves "results" for "other" and fails, C fails.
+    turns = [
+        _anchored(0, 0, 0.0, False, "home"), _anchored(0, 1, 1.0, True, "results"),
+        _anchored(1, 0, 0.0, False, "home"), _anchored(1, 1, 0.0, False, "results"),
+        _anchored(1, 2, 0.0, True, "other"),
+        _anchored(2, 0, 0.0, True, "home"),
+    ]  # fmt: skip
+    batch = build_rollout_batch(turns, pad_id=0)
+    stats = make_advantage_estimator("gigpo", gamma=0.5, eps=0.0)(batch)
+    assert stats["anchored_turns"] == pytest.approx(5 / 6)  # all but the turn in "other"
+    # episode level (GRPO): scores (1, 0, 0): mean 1/3, std sqrt(2)/3 -> (sqrt 2, -1/sqrt 2, -1/sqrt 2)
+    a, b = math.sqrt(2), -1 / math.sqrt(2)
+    # step level: returns G = (0.5, 1 | 0, 0, 0 | 0); anchor "home": (0.5, 0, 0) -> (sqrt 2, b, b);
+    # anchor "results": (1, 0) -> (+1, -1); "other" alone -> 0
+    want = [a + a, a + 1, b + b, b - 1, b + 0, b + b]
+    assert batch.advantages.tolist() == pytest.approx(want, abs=1e-5)
+
+
+def test_gigpo_without_repeated_states_is_grpo():
+    turns = [_anchored(0, 0, 0.0, False, "a"), _anchored(0, 1, 1.0, True, "b"), _anchored(1, 0, 0.0, True, "c")]
+    grpo, gigpo = build_rollout_batch(turns, pad_id=0), build_rollout_batch(turns, pad_id=0)
+    make_advantage_estimator("grpo")(grpo)
+    make_advantage_estimator("gigpo")(gigpo)
+    assert torch.equal(grpo.advantages, gigpo.advantages)
+    assert not ADVANTAGE_ESTIMATORS["gigpo"].needs_critic
+
+
+def test_state_key_is_stable_text_key():
+    assert state_key("page 1") == state_key("page 1") != state_key("page 2")
+    assert state_key("x") == 5717441744405258058  # blake2b: the same in every process and session

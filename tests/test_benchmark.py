@@ -125,6 +125,12 @@ def test_suite_config_errors_name_the_field(tmp_path):
     assert filled == ["--i=2", "--s=3", "--k={a: 1}"]  # a YAML flow mapping is not a template
     with pytest.raises(ValueError, match="--only names unknown arm\\(s\\) \\['nope'\\]"):
         parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--only=[nope]"])
+    with pytest.raises(ValueError, match="arm 'b' extends 'a', which is not an RL arm listed before it"):
+        _suite(tmp_path, arms=[Arm("b", extends="a"), Arm("a", "x.yaml")])
+    arms = [Arm("a", "x.yaml", ["--lr=1"]), Arm("b", args=["--kl=2"], extends="a")]
+    recipe = _suite(tmp_path, arms=arms, quick_preset={"seeds": [0]})
+    assert (recipe.arms[1].rl_config, recipe.arms[1].args) == ("x.yaml", ["--lr=1", "--kl=2"])
+    assert recipe.quick_config().arms[1].args == ["--lr=1", "--kl=2"]  # resolved once, not again
     bad = tmp_path / "res.json"
     bad.write_text("{")
     with pytest.raises(ValueError, match="res.json is not valid JSON"):

@@ -76,6 +76,9 @@ class Arm:
         description: one line for the report.
         paper: the paper's figure for this arm (e.g. ``"63.9 (0 real)"``, Llama-3.1-8B success %), shown
             next to ours in the summary; "" when the paper has none.
+        extends: the name of an earlier arm whose ``rl_config`` (unless set here), ``experience`` (unless
+            set here) and ``args`` this one starts from; its own ``args`` come after them (one lever
+            changed against a recipe, without copying the recipe).
     """
 
     name: str
@@ -85,6 +88,27 @@ class Arm:
     seeds: list[int] | None = None
     description: str = ""
     paper: str = ""
+    extends: str | None = None
+
+
+def _resolve_extends(arms: list[Arm]) -> list[Arm]:
+    """``arms`` with every ``extends`` replaced by the earlier arm's recipe (see :class:`Arm`)."""
+    out: list[Arm] = []
+    for arm in arms:
+        if arm.extends is not None:
+            base = next((a for a in out if a.name == arm.extends and a.rl_config), None)
+            if base is None:
+                raise ValueError(
+                    f"SuiteConfig.arms: arm {arm.name!r} extends {arm.extends!r}, which is not an RL arm listed "
+                    f"before it (RL arms before it: {[a.name for a in out if a.rl_config]}); move it "
+                    "after the arm it extends or fix the name"
+                )
+            arm = replace(
+                arm, rl_config=arm.rl_config or base.rl_config, experience=arm.experience or base.experience,
+                args=[*base.args, *arm.args], extends=None,
+            )  # fmt: skip
+        out.append(arm)
+    return out
 
 
 class SuiteConfig:
@@ -137,7 +161,7 @@ class SuiteConfig:
         self.seeds = list(seeds if seeds is not None else [0, 1, 2])
         self.values = dict(values or {})
         self.common_args = list(common_args or [])
-        self.arms = list(arms or [])
+        self.arms = _resolve_extends(list(arms or []))
         self.variants = {v.name: v for v in experience_variants or []}
         self.live_step_seconds = list(live_step_seconds or [0.5, 2.0, 10.0])
         self.document = Path(document) if document else None

@@ -1,4 +1,4 @@
-"""Advantage estimators, a small registry keyed by name: ``"grpo"`` and ``"gae"``.
+"""Advantage estimators, a small registry keyed by name: ``"grpo"``, ``"gigpo"`` and ``"gae"``.
 
 The estimator is the only difference between GRPO and PPO in :class:`models.policy_rl.PolicyRL`
 (PPO also trains a critic). An estimator fills ``batch.advantages`` and ``batch.returns`` of a
@@ -19,8 +19,10 @@ __all__ = [
     "AdvantageEstimator",
     "GRPOAdvantage",
     "GAEAdvantage",
+    "GiGPOAdvantage",
     "grpo_advantages",
     "gae_advantages",
+    "discounted_returns",
     "register_advantage_estimator",
     "make_advantage_estimator",
 ]
@@ -142,13 +144,32 @@ def gae_advantages(
     return adv, adv + values
 
 
+def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:
+    """Return-to-go of every turn of contiguous, ordered episodes::
+
+        G_t = r_t + gamma * G_{t+1} * (1 - done_t)
+
+    Args:
+        rewards: (N,) reward after each turn.
+        dones: (N,) bool, the episode ended after this turn (the batch's last turn must end its episode).
+        gamma: discount per turn.
+
+    Returns:
+        (N,) float32 returns on the rewards' device.
+    """
+    zeros = torch.zeros_like(rewards, dtype=torch.float32)
+    adv, _ = gae_advantages(rewards, zeros, dones, gamma=gamma, lam=1.0)  # with V = 0, A_t = G_t
+    return adv
+
+
 class AdvantageEstimator:
-    """Fills ``batch.advantages`` and ``batch.returns``; ``needs_critic`` says if values are used."""
+    """Fills ``batch.advantages`` and ``batch.returns``; ``needs_critic`` says if values are used. A call
+    may return a dict of the estimator's own metrics (logged as ``adv/<name>``), else ``None``."""
 
     name: str = ""
     needs_critic: bool = False
 
-    def __call__(self, batch: RolloutBatch) -> None:
+    def __call__(self, batch: RolloutBatch) -> dict[str, float] | None:
         raise NotImplementedError
 
 
@@ -197,3 +218,42 @@ class GAEAdvantage(AdvantageEstimator):
             adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-6)
         batch.advantages = adv
         batch.returns = ret
+
+
+@register_advantage_estimator("gigpo")
+class GiGPOAdvantage(AdvantageEstimator):
+    """GiGPO (Feng et al. 2025, "Group-in-Group Policy Optimization", verl-agent): GRPO's episode-level
+    advantage plus a step-level one from *anchor states*, states met by several episodes of one task::
+
+        A_t = A^E(episode of t) + step_weight * A^S_t
+        A^S_t = (G_t - mean_{a(t)} G) / (std_{a(t)} G + eps)      (scale_std; else G_t - mean_{a(t)} G)
+
+    where ``G_t = sum_{k >= t} gamma^(k-t) r_k`` is the turn's discounted return and ``a(t)`` the anchor
+    group: the turns of the same GRPO group (task) that acted in the same state (same
+    :attr:`~dreamgym.rl.rollout.RolloutBatch.state_key`). A turn alone in its anchor group, or in a group
+    whose returns are all equal, gets ``A^S = 0``, so with no repeated states GiGPO is GRPO.
+
+    Args:
+        step_weight: weight of the step-level advantage (verl-agent: 1.0).
+        gamma: discount of the step-level return (verl-agent: 0.95).
+        scale_std: divide both levels by their group's std.
+        eps: added to the std.
+    """
+
+    needs_critic = False
+
+    def __init__(self, step_weight: float = 1.0, gamma: float = 0.95, scale_std: bool = True, eps: float = 1e-6):
+        self.step_weight, self.gamma = step_weight, gamma
+        self.episode = GRPOAdvantage(scale_std=scale_std, eps=eps)
+
+    def __call__(self, batch: RolloutBatch) -> dict[str, float]:
+        """Fill the advantages; return ``anchored_turns`` (the fraction of turns that share their anchor
+        state with another turn: the only ones a step-level advantage can reach) and ``step_abs`` (mean
+        ``|A^S|``)."""
+        self.episode(batch)  # fills A^E (per turn) and the returns
+        g = discounted_returns(batch.rewards, batch.dones, self.gamma).to(batch.advantages.device)
+        _, anchor = torch.unique(torch.stack([batch.group_id, batch.state_key], 1), dim=0, return_inverse=True)
+        step = grpo_advantages(g, anchor, self.episode.scale_std, self.episode.eps)
+        batch.advantages = batch.advantages + self.step_weight * step
+        shared = torch.bincount(anchor)[anchor] > 1
+        return {"anchored_turns": shared.float().mean().item(), "step_abs": step.abs().mean().item()}

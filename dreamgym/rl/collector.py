@@ -28,7 +28,7 @@ from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.generation import generate_ids
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.modeling.tokenizer import pad_id
-from dreamgym.rl.rollout import Turn
+from dreamgym.rl.rollout import Turn, state_key
 
 __all__ = ["RolloutCollector", "Collection", "collector_from_config"]
 
@@ -182,7 +182,8 @@ class RolloutCollector:
                 prompt, response, allowed = sent[ep.episode_id, t]
                 turns.append(
                     Turn(prompt, response, learned[t], t == last, ep.terminated and t == last,
-                         ep.invalid[t], ep.task_index, ep.group_id, ep.episode_id, t, allowed)
+                         ep.invalid[t], ep.task_index, ep.group_id, ep.episode_id, t, allowed,
+                         state_key(ep.states[t]))
                 )  # fmt: skip
         return Collection(turns, episodes, transitions, gen_tokens, time.perf_counter() - start)
 

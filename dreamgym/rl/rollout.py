@@ -12,6 +12,7 @@ GAE estimator relies on.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, fields
 
 import torch
@@ -19,7 +20,13 @@ from tensordict import tensorclass
 
 from dreamgym.modeling.forward import pad_rows
 
-__all__ = ["RolloutBatch", "Turn", "build_rollout_batch"]
+__all__ = ["RolloutBatch", "Turn", "build_rollout_batch", "state_key"]
+
+
+def state_key(state: str) -> int:
+    """A stable 64-bit key of a state's text (``blake2b``, the same in every process): turns whose env
+    states are the same text get the same key (GiGPO's anchor states)."""
+    return int.from_bytes(hashlib.blake2b(state.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
 
 
 _TOKEN_FIELDS = frozenset(
@@ -49,6 +56,7 @@ class RolloutBatch:
     episode_id: torch.Tensor  # (N,) int64       episode the turn belongs to (unique in the batch)
     turn: torch.Tensor  # (N,) int64             0-based step index within the episode
     invalid: torch.Tensor  # (N,) bool           the env flagged the action invalid (a no-op)
+    state_key: torch.Tensor  # (N,) int64        :func:`state_key` of the env state the turn acted in
     allowed_ids: torch.Tensor  # (N, L, K) int64  constrained decoding: token ids allowed at each response
     # position (-1 = padding); K = 0 when no turn was constrained. See dreamgym.modeling.action_constraint.
 
@@ -98,6 +106,7 @@ class Turn:
         episode_id: episode id within the batch.
         turn: step index within the episode.
         allowed: per response token, the token ids constrained decoding allowed there (``None``: free).
+        state_key: :func:`state_key` of the env state the policy acted in (0: unknown).
     """
 
     prompt_ids: list[int]
@@ -111,6 +120,7 @@ class Turn:
     episode_id: int
     turn: int
     allowed: list[list[int]] | None = None
+    state_key: int = 0
 
 
 def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
@@ -167,6 +177,7 @@ def build_rollout_batch(turns: list[Turn], pad_id: int) -> RolloutBatch:
         episode_id=col("episode_id", torch.long),
         turn=col("turn", torch.long),
         invalid=col("invalid", torch.bool),
+        state_key=col("state_key", torch.long),
         allowed_ids=allowed,
         batch_size=[n],
     )
