@@ -1,4 +1,5 @@
-"""Checkpoints that survive a kill: :class:`AtomicCheckpointIO` writes beside the destination and renames.
+"""Checkpoints and exports that survive a kill: :class:`AtomicCheckpointIO` writes beside the destination
+and renames; :func:`export_atomically` does the same for an exported model folder.
 
 Lightning's ``TorchCheckpointIO`` writes a local checkpoint through an fsspec transaction: a temporary file
 under ``$TMPDIR``, then moved onto ``last.ckpt``. When ``$TMPDIR`` and the run folder are on different
@@ -12,13 +13,15 @@ saves through a checkpoint IO (``dreamgym.cli``).
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-__all__ = ["AtomicCheckpointIO", "check_checkpoint_file"]
+__all__ = ["AtomicCheckpointIO", "check_checkpoint_file", "check_export_dir", "export_atomically"]
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -57,3 +60,46 @@ def check_checkpoint_file(path: str | os.PathLike) -> None:
             f"checkpoint {path} is empty (0 bytes): a save was interrupted by a kill (before dreamgym wrote "
             "checkpoints atomically); delete it and resume from another checkpoint (--ckpt_path PATH) or start fresh"
         )
+
+
+def check_export_dir(path: str | os.PathLike | None, field: str) -> None:
+    """Refuse, before any training, an export folder that cannot be written: ``path`` (when set) must be a
+    folder or not exist yet, and its nearest existing ancestor must be a writable folder.
+
+    Raises:
+        ValueError: naming ``field`` (the config key), the path and the fix.
+    """
+    if path is None:
+        return
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{field}={str(path)!r} is a file, not a folder; choose a folder for the exported model")
+    parent = path.resolve()
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{field}={str(path)!r}: {str(parent)!r} is not a writable folder, so the model trained by this fit "
+            "could not be exported; choose a writable folder (checked before training, nothing was trained)"
+        )
+
+
+def export_atomically(path: str | os.PathLike, write: Callable[[Path], object]) -> Path:
+    """Export a folder so that a kill never leaves a half-written one at ``path``: ``write(tmp)`` fills a
+    new folder beside it (``.<name>.partial``); only when it is complete does it take ``path``'s place
+    (an existing export is moved aside first and deleted last). Returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp, old = path.with_name(f".{path.name}.partial"), path.with_name(f".{path.name}.old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir()
+        write(tmp)
+        if path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+        os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    return path

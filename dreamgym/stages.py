@@ -124,9 +124,15 @@ def _resumable(log_dir: Path, config: str, args: list[str]) -> bool:
 
 def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
     """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
-    reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation)."""
+    reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation). A file of
+    another number of episodes (recorded with another ``eval_tasks``) is played again."""
     if out.exists():
-        return out
+        from dreamgym.schema import read_trajectories
+
+        recorded = sum(1 for _ in read_trajectories(out))
+        if recorded == tasks:
+            return out
+        print(f"[pipeline] {out} holds {recorded} episodes, not {tasks}: playing {policy.name} again", flush=True)
     import torch
 
     from dreamgym.collect import collect_policy_trajectories

@@ -62,7 +62,7 @@ def print_summary(eval_tasks: int, report: dict) -> None:
     c = report["policy_rl_vs_policy_sft"]
     print(
         f"  paired on the same tasks: solved only by policy_rl {int(c['only_a'])}, only by policy_sft "
-        f"{int(c['only_b'])}; exact McNemar p (policy_rl better) = {c['p_one_sided']:.3f}"
+        f"{int(c['only_b'])}; exact McNemar p (policy_rl better) = {c['p_one_sided']:.3g}"
     )
     if "score_p_one_sided" in c:  # reports written before the score test have none
         print(
@@ -81,7 +81,7 @@ def print_summary(eval_tasks: int, report: dict) -> None:
         "evaluate_policy_sft": f"success {ev.get('policy_sft', {}).get('test/success_rate', float('nan')):.3f}",
         "evaluate_policy_rl": f"success {ev.get('policy_rl', {}).get('test/success_rate', float('nan')):.3f}",
         "onpolicy_rollouts": f"{report.get('onpolicy_real_transitions', 0)} real transitions",
-        "rl": f"p = {c['p_one_sided']:.3f} (success), "
+        "rl": f"p = {c['p_one_sided']:.3g} (success), "
         f"{c.get('score_p_one_sided', float('nan')):.3g} (score) vs the warm start",
     }
     fid = report.get("fidelity_onpolicy", {}).get("experience_model_onpolicy")

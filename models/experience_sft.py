@@ -27,6 +27,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
+from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.fidelity import FidelityMeter
 from dreamgym.modeling.experience import DECODINGS, save_experience_model
 from dreamgym.modeling.factory import LanguageModel
@@ -219,6 +220,9 @@ class ExperienceSFT(L.LightningModule):
     def on_test_epoch_end(self) -> None:
         self._log_fidelity("test")
 
+    def on_fit_start(self) -> None:
+        check_export_dir(self.export_dir, "model.init_args.export_dir")
+
     def on_fit_end(self) -> None:
         if self.trainer.is_global_zero:
             self.exported_to = self.export()
@@ -228,4 +232,6 @@ class ExperienceSFT(L.LightningModule):
         replay buffer: ``buffer``, else the data module's)."""
         log_dir = self.trainer.log_dir if self._trainer is not None else None
         target = Path(path or self.export_dir or Path(log_dir or ".") / "hf")
-        return save_experience_model(target, self.model, self.tokenizer, self.format, buffer or self.buffer)
+        return export_atomically(
+            target, lambda d: save_experience_model(d, self.model, self.tokenizer, self.format, buffer or self.buffer)
+        )

@@ -37,6 +37,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import OptimizerCallable
 
+from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.envs.factory import EnvFactory
 from dreamgym.envs.synthetic import SyntheticEnv
@@ -440,9 +441,12 @@ class PolicyRL(L.LightningModule):
         # this hook and that step (each DataLoader iterator takes a base seed from it)
         self._resume_rng = state.get("rng")
 
+    def on_fit_start(self) -> None:
+        check_export_dir(self.save_dir, "model.init_args.save_dir")
+
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
-            export_model(self.model, self.tokenizer, self.save_dir)
+            export_atomically(self.save_dir, lambda d: export_model(self.model, self.tokenizer, d))
 
     # ----------------------------------------------------------------- logging
     def _log_text(self, tag: str, coll: Collection) -> None:

@@ -21,6 +21,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
+from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.envs.factory import EnvFactory
 from dreamgym.modeling.chat import ChatCodec
 from dreamgym.modeling.factory import LanguageModel, export_model
@@ -141,8 +142,14 @@ class PolicySFT(L.LightningModule):
         for k, v in coll.held_out_metrics().items():
             self.log(f"val/{k}", v, batch_size=len(coll.episodes), sync_dist=True)
 
+    def on_fit_start(self) -> None:
+        check_export_dir(self.save_dir, "model.init_args.save_dir")
+
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
-            export_model(self.model, self.tokenizer, self.save_dir)
-            if self.format is not None:
-                self.format.save(self.save_dir)
+            export_atomically(self.save_dir, self._export)
+
+    def _export(self, folder) -> None:
+        export_model(self.model, self.tokenizer, folder)
+        if self.format is not None:
+            self.format.save(folder)

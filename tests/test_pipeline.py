@@ -94,3 +94,26 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     # ... and its report keeps the time each stage took when it ran (#39: it showed 0.0 s)
     assert report["skipped_stages"] == [] and set(again["skipped_stages"]) == set(report["stage_seconds"])
     assert again["stage_seconds"] == report["stage_seconds"]
+
+
+def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path, monkeypatch, capsys):
+    """Changing ``eval_tasks`` and rerunning resumes the pipeline but re-plays the held-out episodes (the
+    old file would pair other tasks), while a file of the right size is kept."""
+    import dreamgym.collect
+    import dreamgym.rl.collector
+    from experience_toy import write_toy
+
+    from dreamgym.stages import policy_episodes
+
+    out = tmp_path / "policy_sft_test_episodes.jsonl"
+    write_toy(out, 3, split="test")
+    played = []
+    monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
+    monkeypatch.setattr(
+        dreamgym.collect, "collect_policy_trajectories", lambda *a, **k: played.append(a[3]) or (None, {})
+    )
+    cfg = parse_pipeline_config(pipeline_argv(tmp_path))
+    policy = tmp_path / "policy_sft"
+    assert policy_episodes(cfg, policy, "test", 3, out) == out and played == []  # the right size: kept
+    policy_episodes(cfg, policy, "test", 5, out)
+    assert played == [[0, 1, 2, 3, 4]] and "holds 3 episodes, not 5" in capsys.readouterr().out
