@@ -73,7 +73,7 @@ def test_client_passes_check_env_specs(webshop_url):
 def test_upstream_client_calls_work(webshop_url):
     """The exact requests of agentenv's WebshopEnvClient (create, reset, observe, step, close)."""
     env_id = httpx.post(f"{webshop_url}/create").json()
-    assert isinstance(env_id, int)
+    assert isinstance(env_id, str)  # an opaque token; agentenv's client sends it back as it got it
     res = httpx.post(f"{webshop_url}/reset", json={"session_id": 0, "env_idx": env_id}).json()
     assert res[1] is None and res[0].startswith("WebShop [SEP] Instruction:")
     assert httpx.get(f"{webshop_url}/observation?env_idx={env_id}").json() == res[0]
@@ -101,7 +101,7 @@ def test_malformed_requests_get_clear_errors(webshop_url):
     assert r.status_code == 400 and "out of range" in r.json()["detail"]
     c.post("/close", json={"env_idx": idx})
     r = c.get("/observation", params={"env_idx": idx})
-    assert r.status_code == 404 and "closed or evicted" in r.json()["detail"]
+    assert r.status_code == 404 and "was closed" in r.json()["detail"]
     assert c.get("/").json() == "ok"  # still serving
 
 
@@ -115,7 +115,30 @@ def test_capacity_and_idle_eviction():
         assert r.status_code == 503 and "--max-envs" in r.json()["detail"]
         pool.idle_timeout = 0.0  # every id is now idle: the next create makes room
         assert httpx.post(f"{url}/create").status_code == 200 and pool.evicted == 2
-        assert sorted(pool.envs) == [max(ids) + 1]
+        assert pool.serials() == [2] and not set(ids) & set(pool.envs)
+
+
+def test_an_env_answers_only_to_its_id_and_a_client_holds_at_most_its_share():
+    """#39: ids were guessable ints, so any client could read, step or close another's env, and one client
+    could hold every slot."""
+    pool = EnvPool(
+        lambda: make_env("webshop", batch_size=[1], split="test"), "webshop", max_envs=4, max_envs_per_client=2
+    )
+    with serve_in_thread(create_app(pool, "webshop")) as url:
+        c = httpx.Client(base_url=url)
+        mine = c.post("/create").json()
+        serial = mine.split("-")[0]
+        assert c.get("/list_envs").json() == [int(serial)]  # the serials only: they open nothing
+        for guess in (serial, int(serial), f"{serial}-AAAAAAAAAAAAAAAA"):
+            r = c.post("/step", json={"env_idx": guess, "action": "search[tea]"})
+            assert r.status_code == 404 and "does not exist" in r.json()["detail"]
+            assert c.post("/close", json={"env_idx": guess}).status_code == 404
+        assert c.get("/observation", params={"env_idx": mine}).status_code == 200  # the owner's id works
+        c.post("/create")
+        r = c.post("/create")  # a third for the same client (address): over its share, the server has room
+        assert r.status_code == 503 and "--max-envs-per-client 2" in r.json()["detail"]
+    with pytest.raises(ValueError, match="max_envs_per_client must be >= 1"):
+        EnvPool(lambda: make_env("webshop", batch_size=[1]), "webshop", max_envs_per_client=0)
 
 
 def test_unreachable_server_is_one_actionable_error():
@@ -190,5 +213,6 @@ def test_alfworld_expert_episodes_match_in_process(tmp_path):
         assert r.status_code == 200 and "3D simulator" in r.json()["error"]
         r = c.post("/step", json={"id": 77, "action": "look"})
         assert r.status_code == 200 and "does not exist" in r.json()["error"]
-        assert c.post("/create").json() == {"id": env.env_ids[0] + 1}
+        new = c.post("/create").json()["id"]
+        assert new.split("-")[0] == str(int(env.env_ids[0].split("-")[0]) + 1)
         env.close()

@@ -149,7 +149,7 @@ class AgentGymEnv(TextEnvBase):
         self.env_ids = [self._create() for _ in range(self.batch_size[0])]
 
     # ------------------------------------------------------------ protocol hooks
-    def _create(self) -> int:
+    def _create(self) -> str:
         raise NotImplementedError
 
     def _reset_remote(self, slot: int, task_index: int) -> TextObs:
@@ -215,8 +215,8 @@ class WebShopHTTPEnv(AgentGymEnv):
     serve_hint = "python -m dreamgym serve --env webshop"
     id_field = "env_idx"
 
-    def _create(self) -> int:
-        return int(self.http.request("POST", "/create"))
+    def _create(self) -> str:
+        return str(self.http.request("POST", "/create"))  # an opaque id: keep it as the server gave it
 
     def _actions(self, slot: int) -> list[str]:
         from dreamgym.envs.webshop.pages import actions_of_clickables
@@ -264,8 +264,8 @@ class ALFWorldHTTPEnv(AgentGymEnv):
     def __init__(self, url: str, batch_size=(1,), max_steps: int = 50, **kwargs: Any):
         super().__init__(url, batch_size=batch_size, max_steps=max_steps, **kwargs)
 
-    def _create(self) -> int:
-        return int(self.http.request("POST", "/create")["id"])
+    def _create(self) -> str:
+        return str(self.http.request("POST", "/create")["id"])
 
     def _reset_remote(self, slot: int, task_index: int) -> TextObs:
         from dreamgym.envs.alfworld.env import task_instruction

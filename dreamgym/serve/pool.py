@@ -3,6 +3,7 @@ one lock around every env operation (see :mod:`dreamgym.serve.server` for the HT
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -30,10 +31,12 @@ class PoolError(Exception):
 
 @dataclass
 class LiveEnv:
-    """One server env id: its env and what the protocol's GET endpoints report."""
+    """One server env id: its env, the client that created it and what the protocol's GET endpoints
+    report."""
 
     env: TextEnvBase
     last_used: float
+    client: str = "local"
     started: bool = False
     done: bool = False
     task_index: int = -1
@@ -43,24 +46,35 @@ class LiveEnv:
 
 
 class EnvPool:
-    """Live server envs by id (ints from 0), each a one-slot env from ``factory``.
+    """Live server envs by id, each a one-slot env from ``factory``.
+
+    An id is ``"<serial>-<random token>"`` (e.g. ``"3-q5Xl0v8aTzK2m1Rb"``): only the client that created
+    an env learns its id, so no other client can read, step or close it (the serial alone, which
+    ``GET /list_envs`` shows, opens nothing). AgentGym's clients keep the id they get from ``/create``
+    as it is, so they work unchanged.
 
     Args:
         factory: builds a one-slot :class:`TextEnvBase` (called once up front for :meth:`info`).
         name: the served env's name (reported by ``GET /info``).
         max_envs: most live ids at once.
         idle_timeout: seconds after which an unused id may be closed to make room.
+        max_envs_per_client: most live ids one client (its address) may hold (None: ``max_envs``), so a
+            client cannot hold every slot of a shared server.
     """
 
     def __init__(
-        self, factory: Callable[[], TextEnvBase], name: str, max_envs: int = 64, idle_timeout: float = 900
-    ):
+        self, factory: Callable[[], TextEnvBase], name: str, max_envs: int = 64, idle_timeout: float = 900,
+        max_envs_per_client: int | None = None,
+    ):  # fmt: skip
         if max_envs < 1:
             raise ValueError(f"max_envs must be >= 1, got {max_envs}")
+        if max_envs_per_client is not None and max_envs_per_client < 1:
+            raise ValueError(f"max_envs_per_client must be >= 1 (or None), got {max_envs_per_client}")
         self.factory, self.name = factory, name
         self.max_envs, self.idle_timeout = int(max_envs), float(idle_timeout)
+        self.max_envs_per_client = int(max_envs_per_client or max_envs)
         self.lock = threading.RLock()
-        self.envs: dict[int, LiveEnv] = {}
+        self.envs: dict[str, LiveEnv] = {}
         self.evicted = 0
         self._next_id = 0
         self._proto = factory()
@@ -79,13 +93,26 @@ class EnvPool:
             "max_envs": self.max_envs,
         }
 
-    def create(self) -> int:
-        """A new id; closes ids idle for ``idle_timeout`` s first. Raises :class:`PoolError` (503) if full."""
+    def serials(self) -> list[int]:
+        """The serial numbers of the live ids (what ``GET /list_envs`` shows: they open nothing)."""
+        return sorted(int(idx.split("-", 1)[0]) for idx in self.envs)
+
+    def create(self, client: str = "local") -> str:
+        """A new id for ``client``; closes ids idle for ``idle_timeout`` s first. Raises :class:`PoolError`
+        (503) if the server or the client's share is full."""
         with self.lock:
             now = time.monotonic()
             for idx in [i for i, e in self.envs.items() if now - e.last_used > self.idle_timeout]:
                 self.close(idx)
                 self.evicted += 1
+            held = sum(e.client == client for e in self.envs.values())
+            if held >= self.max_envs_per_client:
+                raise PoolError(
+                    f"client {client} holds {held} live envs, its maximum (--max-envs-per-client "
+                    f"{self.max_envs_per_client}); close unused ones (POST /close) or wait "
+                    f"{self.idle_timeout:.0f} s for idle ones to expire",
+                    503,
+                )
             if len(self.envs) >= self.max_envs:
                 raise PoolError(
                     f"the server holds its maximum of {self.max_envs} live envs; close unused ones "
@@ -93,29 +120,31 @@ class EnvPool:
                     "the server with a larger --max-envs",
                     503,
                 )
-            idx, self._next_id = self._next_id, self._next_id + 1
-            self.envs[idx] = LiveEnv(self.factory(), now)
+            idx = f"{self._next_id}-{secrets.token_urlsafe(12)}"
+            self._next_id += 1
+            self.envs[idx] = LiveEnv(self.factory(), now, client)
             return idx
 
-    def get(self, idx: int) -> LiveEnv:
+    def get(self, idx: str | int) -> LiveEnv:
         """The live env ``idx`` (marked used). Raises :class:`PoolError` (404) naming the fix."""
-        live = self.envs.get(idx)
+        live = self.envs.get(str(idx))
         if live is None:
-            state = (
-                "was closed or evicted after being idle" if 0 <= idx < self._next_id else "was never created"
+            raise PoolError(
+                f"env {idx} does not exist: it was never created, was closed, or was evicted after being idle "
+                f"for {self.idle_timeout:.0f} s (ids are the strings POST /create returns); POST /create a new one",
+                404,
             )
-            raise PoolError(f"env {idx} does not exist (it {state}); POST /create a new one", 404)
         live.last_used = time.monotonic()
         return live
 
-    def close(self, idx: int) -> None:
+    def close(self, idx: str | int) -> None:
         """Free ``idx``. Raises :class:`PoolError` (404) if it is not live."""
         with self.lock:
             live = self.get(idx)
-            del self.envs[idx]
+            del self.envs[str(idx)]
             live.env.close()
 
-    def reset(self, idx: int, task_index: int | None) -> TextObs:
+    def reset(self, idx: str | int, task_index: int | None) -> TextObs:
         """Start task ``task_index`` of the served split in ``idx`` (``None``: the env samples one)."""
         with self.lock:
             live = self.get(idx)
@@ -134,7 +163,7 @@ class EnvPool:
             )
             return live.env.current(0)
 
-    def step(self, idx: int, action: str) -> dict[str, Any]:
+    def step(self, idx: str | int, action: str) -> dict[str, Any]:
         """Apply ``action`` in ``idx``: the next observation, ``terminated`` and :data:`STEP_INFO_KEYS`."""
         with self.lock:
             live = self.get(idx)
@@ -158,7 +187,7 @@ class EnvPool:
             live.done, live.reward, live.steps = out["terminated"], out["reward"], live.steps + 1
             return out
 
-    def current(self, idx: int) -> TextObs:
+    def current(self, idx: str | int) -> TextObs:
         """The current state of ``idx``. Raises :class:`PoolError` (409) before its first reset."""
         with self.lock:
             live = self.get(idx)
@@ -177,6 +206,7 @@ def build_pool(
     real_env: str = "webshop",
     max_envs: int = 64,
     idle_timeout: float = 900,
+    max_envs_per_client: int | None = None,
 ) -> tuple[EnvPool, str]:
     """The env pool for ``env`` and the protocol it speaks (a synthetic env: its ``real_env``'s).
 
@@ -205,7 +235,7 @@ def build_pool(
         def factory() -> TextEnvBase:  # ids share the loaded model and task pool
             return SyntheticEnv(proto.experience, proto.tasks, real_env, [1], SERVER_MAX_STEPS, seed=None)
 
-        return EnvPool(factory, "synthetic", max_envs, idle_timeout), real_env
+        return EnvPool(factory, "synthetic", max_envs, idle_timeout, max_envs_per_client), real_env
     else:
         raise ValueError(f"--env {env!r} is not served; use webshop, alfworld or synthetic")
     return EnvPool(
@@ -213,4 +243,5 @@ def build_pool(
         env,
         max_envs,
         idle_timeout,
+        max_envs_per_client,
     ), protocol

@@ -5,8 +5,11 @@ uvicorn on loopback (``--host 0.0.0.0`` exposes it). Every server env id is one 
 slot, built by a factory (WebShop and ALFWorld share their catalog / games between ids; synthetic envs
 share one loaded experience model). Behaviour:
 
-* at most ``--max-envs`` live ids; ``POST /create`` first closes ids idle for ``--idle-timeout`` s,
-  and answers 503 when none is free (upstream clients retry 503);
+* an env id is an unguessable string (``"<serial>-<token>"``) that only its creator learns: no other
+  client can read, step or close that env; ``GET /list_envs`` shows only the serials;
+* at most ``--max-envs`` live ids, and ``--max-envs-per-client`` per client address; ``POST /create``
+  first closes ids idle for ``--idle-timeout`` s, and answers 503 when none is free (upstream clients
+  retry 503);
 * ``POST /close`` frees an id; a closed, evicted or unknown id gets a clear error naming what to do;
 * bodies over ``--max-body`` bytes get 413; validation errors 422; an env exception becomes an error
   response (500 in the WebShop variant, ``{"error"}`` in the ALFWorld one), never a dead server;
@@ -27,7 +30,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
@@ -99,34 +102,43 @@ class BodyLimit:
 
 
 # Request bodies, field for field as upstream's pydantic models (agentenv_webshop/model.py,
-# agentenv_alfworld/model.py); the close bodies follow the ids their clients send.
+# agentenv_alfworld/model.py) but for the ids: strings here (see EnvPool), which upstream's clients pass
+# back as they got them; the close bodies follow the ids their clients send.
+EnvId = str | int
+
+
 class StepQuery(BaseModel):
-    env_idx: int
+    env_idx: EnvId
     action: str
 
 
 class ResetQuery(BaseModel):
-    env_idx: int
+    env_idx: EnvId
     session_id: int | None = None
 
 
 class CloseQuery(BaseModel):
-    env_idx: int
+    env_idx: EnvId
 
 
 class StepRequestBody(BaseModel):
-    id: int
+    id: EnvId
     action: str
 
 
 class ResetRequestBody(BaseModel):
-    id: int
+    id: EnvId
     game: int
     world_type: str
 
 
 class CloseRequestBody(BaseModel):
-    id: int
+    id: EnvId
+
+
+def client_of(request: Request) -> str:
+    """The client an env belongs to for ``--max-envs-per-client``: its address."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 def create_app(pool: EnvPool, protocol: str, max_body: int = 65536) -> FastAPI:
@@ -156,11 +168,11 @@ def _webshop_routes(app, pool: EnvPool) -> None:
 
     @app.get("/list_envs")
     def list_envs() -> list[int]:
-        return sorted(pool.envs)
+        return pool.serials()
 
     @app.post("/create")
-    def create() -> int:
-        idx = call(pool.create)
+    def create(request: Request) -> str:
+        idx = call(pool.create, client_of(request))
         call(pool.reset, idx, None)  # upstream resets a new env on a random goal
         return idx
 
@@ -179,15 +191,15 @@ def _webshop_routes(app, pool: EnvPool) -> None:
         return [call(pool.reset, q.env_idx, q.session_id).observation, None]
 
     @app.get("/observation")
-    def observation(env_idx: int) -> str:
+    def observation(env_idx: str) -> str:
         return call(pool.current, env_idx).observation
 
     @app.get("/available_actions")
-    def available_actions(env_idx: int) -> dict:
+    def available_actions(env_idx: str) -> dict:
         return clickables_of_actions(call(pool.current, env_idx).available_actions)
 
     @app.get("/instruction_text")
-    def instruction_text(env_idx: int) -> str:
+    def instruction_text(env_idx: str) -> str:
         return call(pool.current, env_idx).instruction
 
     @app.post("/close")
@@ -207,7 +219,7 @@ def _alfworld_routes(app, pool: EnvPool) -> None:
             log.exception("env call failed")
             return {"error": f"{type(e).__name__}: {e}"}
 
-    def finished_check(idx: int) -> None:
+    def finished_check(idx: EnvId) -> None:
         if pool.get(idx).done:
             raise PoolError(f"The task with environment {idx} has finished.")  # upstream's message
 
@@ -216,8 +228,8 @@ def _alfworld_routes(app, pool: EnvPool) -> None:
         return ALFWORLD_OK
 
     @app.post("/create")
-    def create():
-        return call(lambda: {"id": pool.create()})
+    def create(request: Request):
+        return call(lambda: {"id": pool.create(client_of(request))})
 
     def do_reset(q: ResetRequestBody) -> dict:
         if q.world_type not in ("Text", "Embody", "Hybrid"):
@@ -252,20 +264,20 @@ def _alfworld_routes(app, pool: EnvPool) -> None:
     def step(q: StepRequestBody):
         return call(do_step, q)
 
-    def observed(idx: int) -> str:
+    def observed(idx: EnvId) -> str:
         live = pool.get(idx)
         text = pool.current(idx).observation
         return alfworld_observation(text, reset=live.steps == 0)
 
     @app.get("/observation")
-    def observation(id: int):  # noqa: A002 - upstream's parameter name
+    def observation(id: str):  # noqa: A002 - upstream's parameter name
         return call(observed, id)
 
     @app.get("/available_actions")
-    def available_actions(id: int):  # noqa: A002
+    def available_actions(id: str):  # noqa: A002
         return call(lambda: list(pool.current(id).available_actions))
 
-    def detail(idx: int) -> dict:
+    def detail(idx: EnvId) -> dict:
         live = pool.get(idx)
         return {
             "world_type": live.world_type,
@@ -278,7 +290,7 @@ def _alfworld_routes(app, pool: EnvPool) -> None:
         }
 
     @app.get("/detail")
-    def get_detailed_info(id: int):  # noqa: A002
+    def get_detailed_info(id: str):  # noqa: A002
         return call(detail, id)
 
     @app.post("/close")
@@ -334,6 +346,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 exposes the server)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--max-envs", type=int, default=64, help="most live env ids")
+    p.add_argument(
+        "--max-envs-per-client", type=int, default=None, help="most live env ids per client address (default: --max-envs)"
+    )
     p.add_argument("--idle-timeout", type=float, default=900, help="seconds before an idle id may be closed")
     p.add_argument("--max-body", type=int, default=65536, help="largest request body in bytes")
     p.add_argument("--limit-concurrency", type=int, default=256, help="concurrent connections before 503")
@@ -345,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         pool, protocol = build_pool(
             args.env, args.split, args.observation_mode, args.data_dir, args.checkpoint, args.tasks,
-            args.real_env, args.max_envs, args.idle_timeout,
+            args.real_env, args.max_envs, args.idle_timeout, args.max_envs_per_client,
         )  # fmt: skip
     except ValueError as e:
         p.error(str(e))
