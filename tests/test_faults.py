@@ -249,3 +249,53 @@ def test_a_resumed_sft_fit_sees_the_batches_of_an_uninterrupted_one(tmp_path):
     assert (tmp_path / "failed_once").exists()
     differ = [k for k in a if not torch.equal(a[k], resumed[k])]
     assert not differ, f"{len(differ)} of {len(a)} tensors differ after the resume, e.g. {differ[:3]}"
+
+
+_KILL_DURING_SAVE = """
+import pathlib, runpy, sys, time
+import torch
+real_save, calls = torch.save, [0]
+def save(obj, f, *a, **k):  # the KILL_AT-th save writes part of the checkpoint, then hangs until killed
+    calls[0] += 1
+    if calls[0] == {kill_at}:
+        f.write(b"part of a checkpoint")
+        f.flush()
+        pathlib.Path({mark!r}).write_text(str(getattr(f, "name", f)))
+        time.sleep(600)
+    return real_save(obj, f, *a, **k)
+torch.save = save
+sys.argv = ["dreamgym", "fit", "--config", {config!r}]
+runpy.run_module("dreamgym", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_a_kill_during_a_checkpoint_save_keeps_the_last_good_checkpoint(tmp_path):
+    """#39 item 3: with the run folder and $TMPDIR on different filesystems, a kill during a save left
+    ``last.ckpt`` empty. Here the fourth save (iteration 2's second) is killed half-written, with $TMPDIR
+    on another filesystem where there is one (/dev/shm): ``last.ckpt`` stays whole and the run resumes."""
+    tok = make_toy_tokenizer(tmp_path / "tok")
+    config = _config(tmp_path, tok)
+    ckpt_dir = tmp_path / "runs" / "fault" / "version_0" / "checkpoints"
+    mark = tmp_path / "saving"
+    other = Path("/dev/shm")
+    tmpdir = other if other.is_dir() and other.stat().st_dev != tmp_path.stat().st_dev else tmp_path / "tmp"
+    tmpdir.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]), "TMPDIR": str(tmpdir)}
+    script = _KILL_DURING_SAVE.format(kill_at=4, mark=str(mark), config=str(config))
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not mark.exists():
+        time.sleep(0.1)
+    assert mark.exists(), f"the fit never reached its fourth save:\n{proc.communicate()[0][-3000:]}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    last, cut = ckpt_dir / "last.ckpt", Path(mark.read_text()).name
+    assert cut.endswith(".partial") and Path(mark.read_text()).parent == ckpt_dir  # written beside, not in $TMPDIR
+    # iteration 2 saves a numbered checkpoint and last.ckpt; whichever was cut, last.ckpt is whole
+    assert last.stat().st_size > 0 and _state(last)["step"] == (1 if "last" in cut else 2)
+    resumed = _fit(config, "--ckpt_path", "last")
+    out = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0, out[-3000:]
+    assert _state(last)["step"] == ITERATIONS
