@@ -62,9 +62,10 @@ def check_checkpoint_file(path: str | os.PathLike) -> None:
         )
 
 
-def check_export_dir(path: str | os.PathLike | None, field: str) -> None:
-    """Refuse, before any training, an export folder that cannot be written: ``path`` (when set) must be a
-    folder or not exist yet, and its nearest existing ancestor must be a writable folder.
+def check_export_dir(path: str | os.PathLike | None, field: str, what: str = "the exported model") -> None:
+    """Refuse, before any training, a folder this run must write (``what``: the exported model, the logs)
+    that cannot be written: ``path`` (when set) must be a folder or not exist yet, and its nearest
+    existing ancestor must be a writable folder.
 
     Raises:
         ValueError: naming ``field`` (the config key), the path and the fix.
@@ -73,15 +74,19 @@ def check_export_dir(path: str | os.PathLike | None, field: str) -> None:
         return
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{field}={str(path)!r} is a file, not a folder; choose a folder for the exported model")
+        raise ValueError(f"{field}={str(path)!r} is a file, not a folder; choose a folder for {what}")
     parent = path.resolve()
     while not parent.exists():
         parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+    if not parent.is_dir() or not _writable(parent):
         raise ValueError(
-            f"{field}={str(path)!r}: {str(parent)!r} is not a writable folder, so the model trained by this fit "
-            "could not be exported; choose a writable folder (checked before training, nothing was trained)"
+            f"{field}={str(path)!r}: {str(parent)!r} is not a writable folder for {what}; choose a writable "
+            "folder (checked before training, nothing was trained)"
         )
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def export_atomically(path: str | os.PathLike, write: Callable[[Path], object]) -> Path:

@@ -79,6 +79,7 @@ def _lightning_cli(argv: list[str], run: bool = True):
         def instantiate_trainer(self, **kwargs):
             trainer = super().instantiate_trainer(**kwargs)
             _atomic_checkpoints(trainer)
+            _check_log_dirs(trainer)
             return trainer
 
         def add_arguments_to_parser(self, parser):
@@ -145,6 +146,17 @@ def _atomic_checkpoints(trainer) -> None:
     strategy = trainer.strategy
     if type(getattr(strategy, "checkpoint_io", None)) is TorchCheckpointIO:
         strategy.checkpoint_io = AtomicCheckpointIO()
+
+
+def _check_log_dirs(trainer) -> None:
+    """Refuse, before anything is built or trained, a logger folder that cannot be written (Lightning
+    finds it only when it first logs, with a traceback)."""
+    from dreamgym.checkpoint_io import check_export_dir
+
+    for logger in trainer.loggers:
+        save_dir = getattr(logger, "save_dir", None)
+        if save_dir:
+            check_export_dir(save_dir, "trainer.logger.init_args.save_dir", "the logs and checkpoints")
 
 
 def _drop_bar_when_disabled(cfg) -> None:

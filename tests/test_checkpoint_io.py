@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -64,7 +66,22 @@ def test_an_unwritable_export_dir_is_refused_before_training(tmp_path, monkeypat
         check_export_dir(afile, "model.init_args.save_dir")
     ro = tmp_path / "ro"
     ro.mkdir()
-    # root ignores permission bits, so a read-only filesystem is what os.access reports here
-    monkeypatch.setattr("os.access", lambda p, mode: str(p) != str(ro))
+    # root ignores permission bits, so a read-only filesystem is what the check is told here
+    monkeypatch.setattr("dreamgym.checkpoint_io._writable", lambda folder: folder != ro)
     with pytest.raises(ValueError, match=r"save_dir='.*ro/policy'.*is not a writable folder.*nothing was trained"):
         check_export_dir(ro / "policy", "model.init_args.save_dir")
+
+
+def test_an_unwritable_logger_dir_is_one_message_before_anything_is_built(tmp_path, monkeypatch, capsys):
+    """#39 item 5: a read-only logger folder was a traceback at the first log, after the model was built."""
+    from dreamgym.cli import main
+    from dreamgym.errors import run_guarded
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    monkeypatch.setattr("dreamgym.checkpoint_io._writable", lambda folder: folder != ro)  # root ignores modes
+    config = Path(__file__).resolve().parents[1] / "configs" / "webshop_policy_sft.yaml"
+    argv = ["fit", "--config", str(config), f"--trainer.logger.init_args.save_dir={ro}/runs"]
+    assert run_guarded(main, argv) == 2
+    err = capsys.readouterr().err
+    assert "trainer.logger.init_args.save_dir=" in err and "not a writable folder for the logs" in err
