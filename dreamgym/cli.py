@@ -75,11 +75,11 @@ def _lightning_cli(argv: list[str], run: bool = True):
             if cfg is not None:
                 _drop_bar_when_disabled(cfg)
                 _fill_precision(cfg)
+                _check_log_dirs(cfg)
 
         def instantiate_trainer(self, **kwargs):
             trainer = super().instantiate_trainer(**kwargs)
             _atomic_checkpoints(trainer)
-            _check_log_dirs(trainer)
             return trainer
 
         def add_arguments_to_parser(self, parser):
@@ -148,13 +148,14 @@ def _atomic_checkpoints(trainer) -> None:
         strategy.checkpoint_io = AtomicCheckpointIO()
 
 
-def _check_log_dirs(trainer) -> None:
-    """Refuse, before anything is built or trained, a logger folder that cannot be written (Lightning
-    finds it only when it first logs, with a traceback)."""
+def _check_log_dirs(cfg) -> None:
+    """Refuse, before anything is built or trained, a configured logger folder that cannot be written
+    (Lightning finds it only when it first logs, with a traceback)."""
     from dreamgym.checkpoint_io import check_export_dir
 
-    for logger in trainer.loggers:
-        save_dir = getattr(logger, "save_dir", None)
+    loggers = (cfg.get("trainer") or {}).get("logger")
+    for logger in loggers if isinstance(loggers, list) else [loggers]:
+        save_dir = (getattr(logger, "get", lambda k: None)("init_args") or {}).get("save_dir")
         if save_dir:
             check_export_dir(save_dir, "trainer.logger.init_args.save_dir", "the logs and checkpoints")
 
