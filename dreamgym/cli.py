@@ -25,6 +25,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "benchmark": "dreamgym.benchmark.suite:main",
     "serve": "dreamgym.serve.server:main",
     "import-web": "dreamgym.envs.web.importer:main",
+    "import-gguf": "dreamgym.modeling.gguf_import:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
 
@@ -42,6 +43,7 @@ Other commands:
   benchmark  DreamGym's arms side by side, resumable (configs/benchmark_webshop.yaml)
   serve      serve an env (webshop, alfworld, synthetic) over AgentGym's HTTP protocol
   import-web turn web episodes recorded elsewhere into offline trajectories (docs/web.md)
+  import-gguf write a pretrained GGUF model (e.g. --gguf smollm2) as a Hugging Face folder
 Errors in the input (a config key, a path, a value) print one `error:` line and exit with code 2;
 add --debug (or set DREAMGYM_DEBUG=1) for the traceback.
 """

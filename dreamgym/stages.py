@@ -132,7 +132,10 @@ def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, o
         recorded = sum(1 for _ in read_trajectories(out))
         if recorded == tasks:
             return out
-        print(f"[pipeline] {out} holds {recorded} episodes, not {tasks}: playing {policy.name} again", flush=True)
+        print(
+            f"[pipeline] {out} holds {recorded} episodes, not {tasks}: playing {policy.name} again",
+            flush=True,
+        )
     import torch
 
     from dreamgym.collect import collect_policy_trajectories

@@ -233,5 +233,8 @@ class ExperienceSFT(L.LightningModule):
         log_dir = self.trainer.log_dir if self._trainer is not None else None
         target = Path(path or self.export_dir or Path(log_dir or ".") / "hf")
         return export_atomically(
-            target, lambda d: save_experience_model(d, self.model, self.tokenizer, self.format, buffer or self.buffer)
+            target,
+            lambda d: save_experience_model(
+                d, self.model, self.tokenizer, self.format, buffer or self.buffer
+            ),
         )

@@ -108,7 +108,11 @@ def test_gigpo_adds_the_anchor_state_advantage_by_hand():
 
 
 def test_gigpo_without_repeated_states_is_grpo():
-    turns = [_anchored(0, 0, 0.0, False, "a"), _anchored(0, 1, 1.0, True, "b"), _anchored(1, 0, 0.0, True, "c")]
+    turns = [
+        _anchored(0, 0, 0.0, False, "a"),
+        _anchored(0, 1, 1.0, True, "b"),
+        _anchored(1, 0, 0.0, True, "c"),
+    ]
     grpo, gigpo = build_rollout_batch(turns, pad_id=0), build_rollout_batch(turns, pad_id=0)
     make_advantage_estimator("grpo")(grpo)
     make_advantage_estimator("gigpo")(gigpo)

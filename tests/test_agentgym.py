@@ -122,7 +122,10 @@ def test_an_env_answers_only_to_its_id_and_a_client_holds_at_most_its_share():
     """#39: ids were guessable ints, so any client could read, step or close another's env, and one client
     could hold every slot."""
     pool = EnvPool(
-        lambda: make_env("webshop", batch_size=[1], split="test"), "webshop", max_envs=4, max_envs_per_client=2
+        lambda: make_env("webshop", batch_size=[1], split="test"),
+        "webshop",
+        max_envs=4,
+        max_envs_per_client=2,
     )
     with serve_in_thread(create_app(pool, "webshop")) as url:
         c = httpx.Client(base_url=url)

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from dreamgym.checkpoint_io import AtomicCheckpointIO, check_checkpoint_file, check_export_dir, export_atomically
+from dreamgym.checkpoint_io import (
+    AtomicCheckpointIO,
+    check_checkpoint_file,
+    check_export_dir,
+    export_atomically,
+)
 
 
 def test_a_save_cut_midway_leaves_the_previous_checkpoint_whole(tmp_path, monkeypatch):
@@ -68,7 +73,9 @@ def test_an_unwritable_export_dir_is_refused_before_training(tmp_path, monkeypat
     ro.mkdir()
     # root ignores permission bits, so a read-only filesystem is what the check is told here
     monkeypatch.setattr("dreamgym.checkpoint_io._writable", lambda folder: folder != ro)
-    with pytest.raises(ValueError, match=r"save_dir='.*ro/policy'.*is not a writable folder.*nothing was trained"):
+    with pytest.raises(
+        ValueError, match=r"save_dir='.*ro/policy'.*is not a writable folder.*nothing was trained"
+    ):
         check_export_dir(ro / "policy", "model.init_args.save_dir")
 
 

@@ -281,7 +281,11 @@ def test_a_kill_during_a_checkpoint_save_keeps_the_last_good_checkpoint(tmp_path
     other = Path("/dev/shm")
     tmpdir = other if other.is_dir() and other.stat().st_dev != tmp_path.stat().st_dev else tmp_path / "tmp"
     tmpdir.mkdir(exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]), "TMPDIR": str(tmpdir)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+        "TMPDIR": str(tmpdir),
+    }
     script = _KILL_DURING_SAVE.format(kill_at=4, mark=str(mark), config=str(config))
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -292,7 +296,9 @@ def test_a_kill_during_a_checkpoint_save_keeps_the_last_good_checkpoint(tmp_path
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     last, cut = ckpt_dir / "last.ckpt", Path(mark.read_text()).name
-    assert cut.endswith(".partial") and Path(mark.read_text()).parent == ckpt_dir  # written beside, not in $TMPDIR
+    assert (
+        cut.endswith(".partial") and Path(mark.read_text()).parent == ckpt_dir
+    )  # written beside, not in $TMPDIR
     # iteration 2 saves a numbered checkpoint and last.ckpt; whichever was cut, last.ckpt is whole
     assert last.stat().st_size > 0 and _state(last)["step"] == (1 if "last" in cut else 2)
     resumed = _fit(config, "--ckpt_path", "last")

@@ -99,10 +99,10 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
 def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path, monkeypatch, capsys):
     """Changing ``eval_tasks`` and rerunning resumes the pipeline but re-plays the held-out episodes (the
     old file would pair other tasks), while a file of the right size is kept."""
-    import dreamgym.collect
-    import dreamgym.rl.collector
     from experience_toy import write_toy
 
+    import dreamgym.collect
+    import dreamgym.rl.collector
     from dreamgym.stages import policy_episodes
 
     out = tmp_path / "policy_sft_test_episodes.jsonl"

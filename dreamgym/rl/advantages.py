@@ -242,7 +242,9 @@ class GiGPOAdvantage(AdvantageEstimator):
 
     needs_critic = False
 
-    def __init__(self, step_weight: float = 1.0, gamma: float = 0.95, scale_std: bool = True, eps: float = 1e-6):
+    def __init__(
+        self, step_weight: float = 1.0, gamma: float = 0.95, scale_std: bool = True, eps: float = 1e-6
+    ):
         self.step_weight, self.gamma = step_weight, gamma
         self.episode = GRPOAdvantage(scale_std=scale_std, eps=eps)
 
@@ -252,7 +254,9 @@ class GiGPOAdvantage(AdvantageEstimator):
         ``|A^S|``)."""
         self.episode(batch)  # fills A^E (per turn) and the returns
         g = discounted_returns(batch.rewards, batch.dones, self.gamma).to(batch.advantages.device)
-        _, anchor = torch.unique(torch.stack([batch.group_id, batch.state_key], 1), dim=0, return_inverse=True)
+        _, anchor = torch.unique(
+            torch.stack([batch.group_id, batch.state_key], 1), dim=0, return_inverse=True
+        )
         step = grpo_advantages(g, anchor, self.episode.scale_std, self.episode.eps)
         batch.advantages = batch.advantages + self.step_weight * step
         shared = torch.bincount(anchor)[anchor] > 1

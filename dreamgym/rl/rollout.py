@@ -26,7 +26,9 @@ __all__ = ["RolloutBatch", "Turn", "build_rollout_batch", "state_key"]
 def state_key(state: str) -> int:
     """A stable 64-bit key of a state's text (``blake2b``, the same in every process): turns whose env
     states are the same text get the same key (GiGPO's anchor states)."""
-    return int.from_bytes(hashlib.blake2b(state.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+    return int.from_bytes(
+        hashlib.blake2b(state.encode("utf-8"), digest_size=8).digest(), "little", signed=True
+    )
 
 
 _TOKEN_FIELDS = frozenset(

@@ -347,7 +347,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--max-envs", type=int, default=64, help="most live env ids")
     p.add_argument(
-        "--max-envs-per-client", type=int, default=None, help="most live env ids per client address (default: --max-envs)"
+        "--max-envs-per-client",
+        type=int,
+        default=None,
+        help="most live env ids per client address (default: --max-envs)",
     )
     p.add_argument("--idle-timeout", type=float, default=900, help="seconds before an idle id may be closed")
     p.add_argument("--max-body", type=int, default=65536, help="largest request body in bytes")
