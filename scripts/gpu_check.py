@@ -1,4 +1,4 @@
-"""Real-hardware check (see README, "GPU check"): a Qwen2-0.5B-shaped policy and experience model built
+"""Real-hardware check (docs/strategies.md, "GPU check"): a Qwen2-0.5B-shaped policy and experience model built
 from a config (random init, the bundled tokenizer, no download) run policy SFT, experience SFT and GRPO
 in the synthetic and the real WebShop env, in bf16, under DDP (one process) and DeepSpeed ZeRO-2; each
 stage prints forward tokens/s (every token through the model: training, scoring, prefill and decoding)
