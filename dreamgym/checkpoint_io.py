@@ -62,10 +62,13 @@ def check_checkpoint_file(path: str | os.PathLike) -> None:
         )
 
 
-def check_export_dir(path: str | os.PathLike | None, field: str, what: str = "the exported model") -> None:
+def check_export_dir(
+    path: str | os.PathLike | None, field: str, what: str = "the exported model", replace: bool | None = None
+) -> None:
     """Refuse, before any training, a folder this run must write (``what``: the exported model, the logs)
     that cannot be written: ``path`` (when set) must be a folder or not exist yet, and its nearest
-    existing ancestor must be a writable folder.
+    existing ancestor must be a writable folder. With ``replace=False`` a folder that already holds files
+    (an earlier export) is refused too: replacing it must be asked for (``replace=None``: not checked).
 
     Raises:
         ValueError: naming ``field`` (the config key), the path and the fix.
@@ -75,6 +78,12 @@ def check_export_dir(path: str | os.PathLike | None, field: str, what: str = "th
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{field}={str(path)!r} is a file, not a folder; choose a folder for {what}")
+    if replace is False and path.is_dir() and any(path.iterdir()):
+        raise ValueError(
+            f"{field}={str(path)!r} already holds {what} of an earlier run; pass "
+            f"--{field.rsplit('.', 1)[0]}.overwrite=true to replace it (only once the new one is complete), "
+            "or choose another folder (checked before training, nothing was trained)"
+        )
     parent = path.resolve()
     while not parent.exists():
         parent = parent.parent

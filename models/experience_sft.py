@@ -68,6 +68,8 @@ class ExperienceSFT(L.LightningModule):
         generate_batches: val/test batches that also generate and score fidelity (None = all, 0 = none).
         export_dir: where to save the HF model + tokenizer + format + buffer at the end of fit
             (default ``<log_dir>/hf``).
+        overwrite: replace an existing export (by default a folder holding files is refused before
+            training, so an earlier model is never lost by a repeated command).
         decoding: how val/test generate (``"structured"`` or ``"free"``, see :class:`ExperienceModel`).
         format: the prompt/target layout when there is no data module to take it from (default layout
             when neither gives one); a data module whose format differs is refused.
@@ -86,6 +88,7 @@ class ExperienceSFT(L.LightningModule):
         max_new_tokens: int = 384,
         generate_batches: int | None = None,
         export_dir: str | None = None,
+        overwrite: bool = False,
         decoding: str = "structured",
         format: ExperienceFormat | None = None,
         prompt_loss_weight: float = 0.0,
@@ -96,6 +99,7 @@ class ExperienceSFT(L.LightningModule):
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.max_new_tokens = max_length, max_new_tokens
         self.generate_batches, self.export_dir = generate_batches, export_dir
+        self.overwrite = overwrite
         if decoding not in DECODINGS:
             raise ValueError(f"ExperienceSFT.decoding={decoding!r}; choose one of {DECODINGS}")
         self.decoding = decoding
@@ -221,7 +225,7 @@ class ExperienceSFT(L.LightningModule):
         self._log_fidelity("test")
 
     def on_fit_start(self) -> None:
-        check_export_dir(self.export_dir, "model.init_args.export_dir")
+        check_export_dir(self.export_dir, "model.init_args.export_dir", replace=self.overwrite)
 
     def on_fit_end(self) -> None:
         if self.trainer.is_global_zero:

@@ -100,6 +100,8 @@ class PolicyRL(L.LightningModule):
             other seeds play other tasks).
         save_dir: export the trained policy here (:func:`~dreamgym.modeling.factory.export_model`: model +
             tokenizer, LoRA adapters merged) at the end of fit.
+        overwrite: replace an existing export (by default a folder holding files is refused before
+            training, so an earlier model is never lost by a repeated command).
     """
 
     def __init__(
@@ -125,6 +127,7 @@ class PolicyRL(L.LightningModule):
         micro_batch_size: int = 16,
         log_samples: int = 2,
         save_dir: str | None = None,
+        overwrite: bool = False,
         train_tasks: list[int] | None = None,
         task_seed: int | None = None,
     ):
@@ -176,6 +179,7 @@ class PolicyRL(L.LightningModule):
         self.max_grad_norm, self.score_batch_size = max_grad_norm, score_batch_size
         self.micro_batch_size = micro_batch_size
         self.log_samples, self.save_dir = log_samples, save_dir
+        self.overwrite = overwrite
         self._eval_envs: dict[str, Any] = {}  # plain dict: envs stay out of the module tree
 
     # ------------------------------------------------------------------ setup
@@ -442,7 +446,7 @@ class PolicyRL(L.LightningModule):
         self._resume_rng = state.get("rng")
 
     def on_fit_start(self) -> None:
-        check_export_dir(self.save_dir, "model.init_args.save_dir")
+        check_export_dir(self.save_dir, "model.init_args.save_dir", replace=self.overwrite)
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:

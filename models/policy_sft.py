@@ -44,6 +44,8 @@ class PolicySFT(L.LightningModule):
             e.g. ``torch.optim.lr_scheduler.OneCycleLR`` (warm-up then cosine decay).
         max_length: token budget per example (the prompt's user text cut from the left).
         save_dir: export the trained policy here (``save_pretrained``) at the end of fit.
+        overwrite: replace an existing export (by default a folder holding files is refused before
+            training, so an earlier model is never lost by a repeated command).
         prompt_loss_weight: weight of the language-modelling loss on prompt tokens (0: action tokens
             only; see module docstring). Validation always reports the action-token loss alone.
         format: the prompt format the data module lays examples out with (the CLI links it from
@@ -64,6 +66,7 @@ class PolicySFT(L.LightningModule):
         lr_scheduler: LRSchedulerCallable | None = None,
         max_length: int = 1024,
         save_dir: str | None = None,
+        overwrite: bool = False,
         prompt_loss_weight: float = 0.0,
         format: PolicyFormat | None = None,
         eval_env: EnvFactory | None = None,
@@ -77,6 +80,7 @@ class PolicySFT(L.LightningModule):
         self.codec = ChatCodec(self.tokenizer, self.model)
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.max_length, self.save_dir = max_length, save_dir
+        self.overwrite = overwrite
         self.prompt_loss_weight = prompt_loss_weight
         self.format = format
         if eval_tasks < 0 or (eval_tasks and eval_env is None):
@@ -143,7 +147,7 @@ class PolicySFT(L.LightningModule):
             self.log(f"val/{k}", v, batch_size=len(coll.episodes), sync_dist=True)
 
     def on_fit_start(self) -> None:
-        check_export_dir(self.save_dir, "model.init_args.save_dir")
+        check_export_dir(self.save_dir, "model.init_args.save_dir", replace=self.overwrite)
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:

@@ -92,3 +92,14 @@ def test_an_unwritable_logger_dir_is_one_message_before_anything_is_built(tmp_pa
     assert run_guarded(main, argv) == 2
     err = capsys.readouterr().err
     assert "trainer.logger.init_args.save_dir=" in err and "not a writable folder for the logs" in err
+
+
+def test_an_existing_export_is_replaced_only_when_asked(tmp_path):
+    """#39 item 4: `fit` silently replaced an earlier exported model."""
+    earlier = tmp_path / "policy"
+    earlier.mkdir()
+    (earlier / "model.safetensors").write_text("the earlier model")
+    with pytest.raises(ValueError, match=r"already holds the exported model.*--model.init_args.overwrite=true"):
+        check_export_dir(earlier, "model.init_args.save_dir", replace=False)
+    check_export_dir(earlier, "model.init_args.save_dir", replace=True)
+    check_export_dir(tmp_path / "empty_or_new", "model.init_args.save_dir", replace=False)
