@@ -206,7 +206,12 @@ def test_cli_fit_exports_and_resumes(toy_data, tmp_path):
     assert ckpts, "no checkpoint written"
     state = torch.load(ckpts[0], weights_only=False)
     assert state["global_step"] == 2
-    _cli(_fit_args(toy_data, tmp_path, 4, ["--ckpt_path", "last"]))  # finds the run's last checkpoint
+    with pytest.raises(ValueError, match="overwrite=true"):  # a finished export is not replaced by default
+        _cli(_fit_args(toy_data, tmp_path, 4, ["--ckpt_path", "last"]))
+    before = (hf / "model.safetensors").read_bytes()
+    # resuming the run to 4 steps replaces the export only when asked to
+    _cli(_fit_args(toy_data, tmp_path, 4, ["--ckpt_path", "last", "--model.init_args.overwrite", "true"]))
+    assert (hf / "model.safetensors").read_bytes() != before
     resumed = torch.load(sorted((tmp_path / "runs").rglob("last.ckpt"))[-1], weights_only=False)
     assert resumed["global_step"] == 4
     versions = {p.parents[1].name for p in (tmp_path / "runs").rglob("last.ckpt")}
