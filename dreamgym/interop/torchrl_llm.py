@@ -87,7 +87,8 @@ class DreamGymChatTransform(Transform):
         policy_format: renders the user turns and parses the replies; default ``PolicyFormat()``.
         system_prompt: a system message put first in every conversation; ``None``: none.
         group_repeats: each drawn task goes to this many consecutive slot resets (GRPO group size).
-        seed: seed of the task draws when ``group_repeats > 1``; ``None``: the env draws.
+        seed: seed of the adapter's task draws when ``group_repeats > 1`` (``None``: unseeded); with
+            ``group_repeats=1`` the env draws its own tasks (``env.set_seed``).
     """
 
     def __init__(
