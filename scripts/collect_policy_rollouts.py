@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.collect import collect_policy_trajectories  # noqa: E402
-from dreamgym.rl.collector import collector_from_config  # noqa: E402
+from dreamgym.collect import collect_policy_trajectories
+from dreamgym.rl.collector import collector_from_config
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from dreamgym.collect import collect_trajectories  # noqa: E402
-from dreamgym.observability import audit, format_report, webshop_choice_audit  # noqa: E402
-from dreamgym.provenance import result_meta  # noqa: E402
-from dreamgym.schema import read_trajectories  # noqa: E402
+from dreamgym.collect import collect_trajectories
+from dreamgym.observability import audit, format_report, webshop_choice_audit
+from dreamgym.provenance import result_meta
+from dreamgym.schema import read_trajectories
 
 SCRIPTED = {"expert": 1, "random": 2, "non_oracle": 1, "near_miss": 1}  # random buys in ~half its episodes
 
