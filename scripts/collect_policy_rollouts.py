@@ -8,7 +8,7 @@ decoding of ``--config`` (``configs/webshop_grpo.yaml``). Each transition's ``re
 rule-based teacher (as in ``python -m dreamgym collect``): the episode's actions are replayed in a fresh
 env so the teacher sees the privileged step info (``--no-teacher`` leaves it empty).
 
-Uses: ``scripts/eval_fidelity.py --data <out>`` measures the experience model on the policy's own
+Uses: ``scripts/fidelity_report.py --source NAME=<out>`` measures the experience model on the policy's own
 (on-policy) transitions, e.g. how often it calls a failed purchase a success, which is what RL in the
 synthetic env depends on; on *train* tasks, the output is experience-model SFT data with the failed
 purchases that expert data lacks (the paper's replay of fresh interactions).
