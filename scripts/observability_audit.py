@@ -16,12 +16,10 @@ the trajectories behaviour cloning keeps).
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from dreamgym.collect import collect_trajectories
 from dreamgym.observability import audit, format_report, webshop_choice_audit
-from dreamgym.provenance import result_meta
+from dreamgym.provenance import result_meta, write_result
 from dreamgym.schema import read_trajectories
 
 SCRIPTED = {"expert": 1, "random": 2, "non_oracle": 1, "near_miss": 1}  # random buys in ~half its episodes
@@ -58,8 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"## {label}\n{format_choices(rep) if label == 'choices' else format_report(rep)}\n")
     if args.out:
         meta = result_meta("scripts/observability_audit.py", argv)
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"_meta": meta, **reports}, indent=2) + "\n")
+        write_result(args.out, {"_meta": meta, **reports}, indent=2)
     return reports
 
 
