@@ -14,17 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tensordict import TensorDict
 
-from tensordict import TensorDict  # noqa: E402
-
-from dreamgym.envs import make_env  # noqa: E402
-from dreamgym.envs.base import as_text_list, text_stack  # noqa: E402
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
+from dreamgym.envs import make_env
+from dreamgym.envs.base import as_text_list, text_stack
+from dreamgym.provenance import result_meta, write_result
 
 
 def steps_per_s(env, n_steps: int, seed: int) -> dict:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -51,10 +50,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
+from dreamgym.provenance import result_meta, write_result
 
 
 class PhaseTimer:
@@ -133,16 +130,18 @@ FILL = "buffer fill"  # growing the buffer for --buffer-sizes: timed apart, not 
 
 def grow_buffer(buffer, size: int, jitter: float = 0.01, seed: int = 0) -> None:
     """Fill ``buffer`` up to ``size`` transitions with copies of its own (new trajectory ids, vectors
-    jittered as in ``bench_retrieval.py``), straight into its index (no ``add``: nothing is timed)."""
+    jittered by :func:`dreamgym.retrieval.index.grow_vectors`), straight into its index (no ``add``:
+    nothing is timed)."""
     import dataclasses
 
     import numpy as np
-    from bench_retrieval import grow
+
+    from dreamgym.retrieval.index import grow_vectors
 
     n0 = len(buffer)
     if size <= n0:
         return
-    vecs, src = grow(buffer.index.get(np.arange(n0)), size, jitter, np.random.default_rng(seed))
+    vecs, src = grow_vectors(buffer.index.get(np.arange(n0)), size, jitter, np.random.default_rng(seed))
     buffer.index.add(np.arange(n0, size, dtype=np.int64), vecs[n0:])
     buffer.transitions.extend(
         dataclasses.replace(buffer.transitions[i], trajectory_id=f"{buffer.transitions[i].trajectory_id}#{j}")

@@ -15,34 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
-from dreamgym.retrieval import ReplayBuffer  # noqa: E402
-from dreamgym.retrieval.index import VectorIndex  # noqa: E402
-from dreamgym.schema import iter_transitions, read_trajectories  # noqa: E402
+from dreamgym.provenance import result_meta, write_result
+from dreamgym.retrieval import ReplayBuffer
+from dreamgym.retrieval.index import VectorIndex, grow_vectors
+from dreamgym.schema import iter_transitions, read_trajectories
 
 
 def _vectors(path: str, limit: int | None = None) -> np.ndarray:
     ts = list(iter_transitions(read_trajectories(path)))[:limit]
     return ReplayBuffer().embed([t.state for t in ts], [t.action for t in ts])
-
-
-def grow(base: np.ndarray, n: int, jitter: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` unit vectors: ``base`` (cut to ``n``), then jittered copies of random rows of it; and, per
-    row, the index of the ``base`` row it copies."""
-    if n <= len(base):
-        return base[:n], np.arange(n)
-    src = rng.integers(0, len(base), n - len(base))
-    extra = base[src] + rng.normal(0.0, jitter, (len(src), base.shape[1])).astype(np.float32)
-    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
-    return np.concatenate([base, extra.astype(np.float32)]), np.concatenate([np.arange(len(base)), src])
 
 
 def _exact_topk(db: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> np.ndarray:
@@ -106,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     for n in args.sizes:
         row = {
             "real_vectors": min(n, len(base)),
-            **measure(grow(base, n, args.jitter, rng)[0], queries, args.k, args.batch),
+            **measure(grow_vectors(base, n, args.jitter, rng)[0], queries, args.k, args.batch),
         }
         print(json.dumps(row), flush=True)
         rows.append(row)

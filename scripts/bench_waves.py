@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory  # noqa: E402
-from dreamgym.modeling import LanguageModel  # noqa: E402
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
-from dreamgym.rl.collector import collector_from_config  # noqa: E402
+from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
+from dreamgym.modeling import LanguageModel
+from dreamgym.provenance import result_meta, write_result
+from dreamgym.rl.collector import collector_from_config
 
 
 def measure(env, collector, model, tokenizer, episodes: int, tasks: int, seed: int) -> dict:

@@ -8,7 +8,7 @@ decoding of ``--config`` (``configs/webshop_grpo.yaml``). Each transition's ``re
 rule-based teacher (as in ``python -m dreamgym collect``): the episode's actions are replayed in a fresh
 env so the teacher sees the privileged step info (``--no-teacher`` leaves it empty).
 
-Uses: ``scripts/eval_fidelity.py --data <out>`` measures the experience model on the policy's own
+Uses: ``scripts/fidelity_report.py --source NAME=<out>`` measures the experience model on the policy's own
 (on-policy) transitions, e.g. how often it calls a failed purchase a success, which is what RL in the
 synthetic env depends on; on *train* tasks, the output is experience-model SFT data with the failed
 purchases that expert data lacks (the paper's replay of fresh interactions).
@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.collect import collect_policy_trajectories  # noqa: E402
-from dreamgym.rl.collector import collector_from_config  # noqa: E402
+from dreamgym.collect import collect_policy_trajectories
+from dreamgym.rl.collector import collector_from_config
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -29,19 +29,16 @@ import argparse
 import json
 import os
 import random
-import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dreamgym.collect import collect_trajectories  # noqa: E402
-from dreamgym.fidelity import open_loop_eval, teacher_forced_eval  # noqa: E402
-from dreamgym.modeling.experience import ExperienceModel  # noqa: E402
-from dreamgym.observability import audit  # noqa: E402
-from dreamgym.provenance import result_meta, write_result  # noqa: E402
-from dreamgym.schema import read_trajectories  # noqa: E402
+from dreamgym.collect import collect_trajectories
+from dreamgym.fidelity import open_loop_eval, teacher_forced_eval
+from dreamgym.modeling.experience import ExperienceModel
+from dreamgym.observability import audit
+from dreamgym.provenance import result_meta, write_result
+from dreamgym.schema import read_trajectories
 
 SCRIPTED = ("expert", "random", "non_oracle", "near_miss")
 DONE_KEYS = ("success_precision", "success_recall", "success_f1", "reward_acc", "done_acc", "n")

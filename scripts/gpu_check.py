@@ -10,8 +10,8 @@ Usage: ``python scripts/gpu_check.py OUT_DIR`` (``scripts/gpu_check.sh`` sets th
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -158,4 +158,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "artifacts/gpu_check"))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out_dir", nargs="?", default="artifacts/gpu_check", type=Path)
+    main(ap.parse_args().out_dir)

@@ -23,24 +23,21 @@ import tempfile
 import time
 from pathlib import Path
 
+import lightning as L
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import lightning as L  # noqa: E402
-
-from datamodules.rollouts import RolloutDataModule  # noqa: E402
-from dreamgym.envs.factory import EnvFactory  # noqa: E402
-from dreamgym.envs.probes import probe_corpus  # noqa: E402
-from dreamgym.modeling import LanguageModel  # noqa: E402
-from dreamgym.modeling.tokenizer import train_tokenizer  # noqa: E402
-from dreamgym.precision import auto_precision  # noqa: E402
-from dreamgym.rl.advantages import make_advantage_estimator  # noqa: E402
-from dreamgym.rl.collector import RolloutCollector  # noqa: E402
-from dreamgym.rl.critic import ValueHead  # noqa: E402
-from dreamgym.rl.objective import ClipPPOLoss  # noqa: E402
-from dreamgym.rl.schedules import RealSchedule  # noqa: E402
-from models.policy_rl import PolicyRL  # noqa: E402
+from datamodules.rollouts import RolloutDataModule
+from dreamgym.envs.factory import EnvFactory
+from dreamgym.envs.probes import probe_corpus
+from dreamgym.modeling import LanguageModel
+from dreamgym.modeling.tokenizer import train_tokenizer
+from dreamgym.precision import auto_precision
+from dreamgym.rl.advantages import make_advantage_estimator
+from dreamgym.rl.collector import RolloutCollector
+from dreamgym.rl.critic import ValueHead
+from dreamgym.rl.objective import ClipPPOLoss
+from dreamgym.rl.schedules import RealSchedule
+from models.policy_rl import PolicyRL
 
 BREAKS = ("none", "advantage_sign", "action_mask")
 

@@ -61,7 +61,8 @@ def validate(params_dict: dict) -> dict:
 
     The plan is rendered with ALFWorld's command templates and display names
     (:func:`dreamgym.envs.alfworld.plan.plan_to_commands`); replaying it in the engine is left to the
-    tests and ``scripts/bench_alfworld.py`` (the expert), which keeps generation to ~1 s of CPU a game.
+    tests and the walkthrough expert (:mod:`dreamgym.envs.alfworld.expert`), which keeps generation to
+    ~1 s of CPU a game.
     """
     from dreamgym.envs.alfworld import gen
     from dreamgym.envs.alfworld.plan import solve

@@ -16,16 +16,11 @@ the trajectories behaviour cloning keeps).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from dreamgym.collect import collect_trajectories  # noqa: E402
-from dreamgym.observability import audit, format_report, webshop_choice_audit  # noqa: E402
-from dreamgym.provenance import result_meta  # noqa: E402
-from dreamgym.schema import read_trajectories  # noqa: E402
+from dreamgym.collect import collect_trajectories
+from dreamgym.observability import audit, format_report, webshop_choice_audit
+from dreamgym.provenance import result_meta, write_result
+from dreamgym.schema import read_trajectories
 
 SCRIPTED = {"expert": 1, "random": 2, "non_oracle": 1, "near_miss": 1}  # random buys in ~half its episodes
 
@@ -61,8 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"## {label}\n{format_choices(rep) if label == 'choices' else format_report(rep)}\n")
     if args.out:
         meta = result_meta("scripts/observability_audit.py", argv)
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"_meta": meta, **reports}, indent=2) + "\n")
+        write_result(args.out, {"_meta": meta, **reports}, indent=2)
     return reports
 
 

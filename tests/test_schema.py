@@ -94,19 +94,3 @@ def test_writer_refuses_bad_records(tmp_path):
 def test_missing_file_names_the_fix(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"dreamgym collect .*nope\.jsonl"):
         list(read_trajectories(tmp_path / "nope.jsonl"))
-
-
-def test_same_episodes_tells_order_from_content(webshop_offline):
-    from script_loader import load_script
-
-    from dreamgym.schema import read_trajectories
-
-    compare = load_script("same_episodes").compare
-    a = list(read_trajectories(webshop_offline))
-    assert compare(a, a)["same_order"]
-    shuffled = compare(a, a[::-1])
-    assert shuffled["same_episodes"] and not shuffled["same_order"]
-    a[0].transitions[0].action = "search[something else]"
-    b = list(read_trajectories(webshop_offline))
-    changed = compare(a, b)
-    assert (changed["only_in_a"], changed["only_in_b"], changed["same_episodes"]) == (1, 1, False)

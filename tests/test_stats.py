@@ -1,8 +1,5 @@
 """Exact McNemar and sign tests against hand-computed binomial tails."""
 
-import json
-import sys
-
 import pytest
 
 from dreamgym.stats import mcnemar_exact, sign_test
@@ -39,59 +36,3 @@ def test_sign_test_on_graded_outcomes_by_hand():
     assert sign_test(bits_a, bits_b)["p_one_sided"] == mcnemar_exact(bits_a, bits_b)["p_one_sided"]
     with pytest.raises(ValueError, match="same length"):
         sign_test([0.5], [0.5, 0.1])
-
-
-def test_compare_curves_finds_the_first_differing_step():
-    from script_loader import load_script
-
-    compare = load_script("compare_curves").compare
-    same = compare({9: 1.0, 19: 2.0, 29: 3.0}, {9: 1.0, 19: 2.0})
-    assert (same["common_steps"], same["equal_steps"], same["first_differing_step"]) == (2, 2, None)
-    apart = compare({9: 1.0, 19: 2.0, 29: 3.0}, {9: 1.0, 19: 2.5, 29: 3.0})
-    assert (apart["equal_steps"], apart["max_abs_diff"], apart["first_differing_step"]) == (2, 0.5, 19)
-
-
-def test_compare_curves_reads_a_run_folder_and_one_event_file(tmp_path):
-    from script_loader import load_script
-    from torch.utils.tensorboard import SummaryWriter
-
-    scalars = load_script("compare_curves").scalars
-    run = tmp_path / "version_0"
-    for steps in ([9, 19], [29]):  # a resumed run: two event files in one folder
-        w = SummaryWriter(str(run))
-        for s in steps:
-            w.add_scalar("train/loss", s / 10, s)
-        w.close()
-    assert scalars(str(run), "train/loss") == pytest.approx({9: 0.9, 19: 1.9, 29: 2.9})
-    files = sorted(run.glob("events.out.tfevents.*"))
-    assert len(files) == 2 and {frozenset(scalars(str(f), "train/loss")) for f in files} == {
-        frozenset({9, 19}),
-        frozenset({29}),
-    }
-    with pytest.raises(SystemExit, match="logs no scalar 'val/loss'"):
-        scalars(str(run), "val/loss")
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(SystemExit, match="holds no TensorBoard event file"):
-        scalars(str(tmp_path / "empty"), "train/loss")
-
-
-def test_suite_wallclock_sums_records_and_training_spans(tmp_path):
-    from script_loader import load_script
-    from torch.utils.tensorboard import SummaryWriter
-
-    w = SummaryWriter(str(tmp_path / "sft" / "version_0"))
-    for step, t in ((0, 1000.0), (10, 1100.0), (20, 1250.5)):
-        w.add_scalar("train/loss", 1.0, step, walltime=t)
-    w.close()
-    res = tmp_path / "suite.json"
-    res.write_text(json.dumps({"runs": {"a/s0": {"fit_seconds": 10.0, "eval_seconds": 2.0}, "b/s0": {}}}))
-    out = load_script("suite_wallclock").main(
-        ["--results", str(res), "--training", f"sft={tmp_path / 'sft'}"]
-    )
-    assert out["training_seconds"] == {"sft": 250.5} and out["total_seconds"] == 262.5 and out["records"] == 2
-    timed = load_script("suite_wallclock").main(
-        ["--results", str(res), "--run", f"{sys.executable} -c pass"]
-    )
-    assert "run_seconds" in timed and timed["total_seconds"] == 12.0 and "python" in timed["run"]
-    with pytest.raises(SystemExit, match="is not NAME=RUN_DIR"):
-        load_script("suite_wallclock").main(["--results", str(res), "--training", "sft"])

@@ -1,10 +1,11 @@
-"""The rule-based WebShop teacher writes short rationales faithful to the privileged info."""
+"""The rule-based WebShop teacher writes short rationales faithful to the privileged info, whose purchase
+checks parse back."""
 
 import re
 
 from dreamgym.collect import collect_trajectories
 from dreamgym.teachers import get_teacher
-from dreamgym.teachers.webshop import WebShopTeacher
+from dreamgym.teachers.webshop import WebShopTeacher, parse_purchase_checks
 
 
 def test_teacher_rationales_follow_the_transition():
@@ -82,3 +83,16 @@ def test_verdict_rationale_is_kept_for_the_ablation():
     )
     buy = trajs[0].transitions[-1].reasoning
     assert " attributes and " in buy and "Checks:" not in buy
+
+
+def test_parser_reads_back_every_teacher_purchase():
+    trajs = collect_trajectories(
+        "webshop", "test", 0, 0, mix={"non_oracle": 12, "near_miss": 12}, seed=3, batch_size=4
+    )
+    buys = [tr for t in trajs for tr in t.transitions if tr.terminated]
+    for tr in buys:
+        c = parse_purchase_checks(tr.reasoning)
+        assert c is not None and c.reward == int(tr.success) == c.derived_reward
+        n_checks = 1 + len(c.attributes) + len(c.options)
+        assert f"/{n_checks} checks pass" in tr.reasoning
+    assert parse_purchase_checks("Clicking 'x' leads to the item page.") is None

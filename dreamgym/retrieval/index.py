@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index
 
-__all__ = ["VectorIndex"]
+__all__ = ["VectorIndex", "grow_vectors"]
 
 
 class VectorIndex:
@@ -116,3 +116,19 @@ class VectorIndex:
         if data:
             out._index.load(bytearray(data))
         return out
+
+
+def grow_vectors(
+    base: np.ndarray, n: int, jitter: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors: ``base`` (cut to ``n``), then jittered copies of random rows of it (the row
+    plus Gaussian noise of ``jitter`` per dimension, renormalised); and, per row, the index of the
+    ``base`` row it copies. Fills an index to a size beyond the real data with clusters of
+    near-duplicates, as a buffer with written-back synthetic transitions holds (the retrieval and loop
+    benchmarks)."""
+    if n <= len(base):
+        return base[:n], np.arange(n)
+    src = rng.integers(0, len(base), n - len(base))
+    extra = base[src] + rng.normal(0.0, jitter, (len(src), base.shape[1])).astype(np.float32)
+    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    return np.concatenate([base, extra.astype(np.float32)]), np.concatenate([np.arange(len(base)), src])

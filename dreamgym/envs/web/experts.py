@@ -5,7 +5,8 @@ instruction's wording (one :class:`_Solver` per phrasing, :data:`SOLVERS`) and p
 from the elements of the state (:func:`.page.parse_state`), keeping per-episode notes (tabs already
 opened, the range left in guess-number). It covers every type of the suite (:mod:`.tasks`), held-out
 types included, since their wording matches a solver of a trained type. Its measured success per task
-type is in ``docs/web.md`` (``scripts/bench_web.py``).
+type is in ``docs/web.md`` (measured by ``scripts/bench_web.py``, removed:
+``git show 0d869bb:scripts/bench_web.py``).
 """
 
 from __future__ import annotations
