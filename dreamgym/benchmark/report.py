@@ -21,9 +21,9 @@ from pathlib import Path
 
 from dreamgym.stats import mcnemar_exact
 
-__all__ = ["arm_summary", "paired", "crossover_latency", "write_report", "WARM_ARM", "REAL_ARM"]
+__all__ = ["arm_summary", "paired", "crossover_latency", "write_report", "WARM_ARM"]
 
-WARM_ARM, REAL_ARM, DREAM_ARM = "warm_start", "real_grpo", "dreamgym_grpo"
+WARM_ARM = "warm_start"
 MARKER = "<!-- benchmark:{name}:{end} -->"
 SUMMARY_MARKER = "<!-- results:{name}:{end} -->"
 
@@ -145,6 +145,7 @@ def write_report(cfg, results: dict) -> Path:
     by_arm = {a.name: [r for k, r in sorted(runs.items()) if r["arm"] == a.name] for a in cfg.arms}
     by_arm = {k: v for k, v in by_arm.items() if v}
     summaries = {name: arm_summary(recs) for name, recs in by_arm.items()}
+    real_arm, dream_arm = cfg.real_arm, cfg.dream_arm
     lines = [f"## Benchmark suite `{cfg.name}`", ""]
     shared = results.get("shared", {})
     commits = sorted(
@@ -168,9 +169,9 @@ def write_report(cfg, results: dict) -> Path:
     ]  # fmt: skip
     for name, s in summaries.items():
         vs_warm = paired(by_arm[name], by_arm.get(WARM_ARM, [])) if name != WARM_ARM else None
-        vs_real = paired(by_arm[name], by_arm.get(REAL_ARM, [])) if name != REAL_ARM else None
+        vs_real = paired(by_arm[name], by_arm.get(real_arm, [])) if name not in (real_arm, WARM_ARM) else None
         vs_dream = (
-            paired(by_arm[name], by_arm.get(DREAM_ARM, [])) if name not in (DREAM_ARM, WARM_ARM) else None
+            paired(by_arm[name], by_arm.get(dream_arm, [])) if name not in (dream_arm, WARM_ARM) else None
         )
         lines.append(
             f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {s['offline']} | {_fmt(s['online'], 0)} | "
@@ -193,7 +194,7 @@ def write_report(cfg, results: dict) -> Path:
     ]
     if missing:
         lines += ["", f"**Not run yet** (no record): {'; '.join(missing)}."]
-    real = summaries.get(REAL_ARM)
+    real = summaries.get(real_arm)
     if real:
         lines += ["", "Cost model: projected wall-clock (hours) when one online real step costs L seconds "
                   "(`fit_seconds + online * L`, sequential sessions; the audit's replays, the shared offline "
@@ -205,9 +206,9 @@ def write_report(cfg, results: dict) -> Path:
             if name == WARM_ARM:
                 continue
             proj = [(s["fit_seconds"][0] + s["online"][0] * L) / 3600 for L in cfg.live_step_seconds]
-            cross = crossover_latency(s, real) if name != REAL_ARM else None
+            cross = crossover_latency(s, real) if name != real_arm else None
             lines.append(f"| {name} | " + " | ".join(f"{p:.2f}" for p in proj) + " | "
-                         + ("" if name == REAL_ARM else ("never" if cross is None else f"{cross:.3f} s")) + " |")  # fmt: skip
+                         + ("" if name == real_arm else ("never" if cross is None else f"{cross:.3f} s")) + " |")  # fmt: skip
     if summaries:
         try:  # a plotting failure must not lose the tables
             figs = _figures(cfg, by_arm, summaries)

@@ -134,6 +134,8 @@ class SuiteConfig:
         quick_preset: the ``--quick`` mode's changes (:meth:`quick_config`): ``pipeline_args`` (tiny shared
             stages; ``{out_dir}`` in them is the quick suite's folder), ``values``, ``common_args``
             (appended) and ``seeds`` (every arm's).
+        real_arm: the arm of the "vs real GRPO" column and the cost model's reference.
+        dream_arm: the arm of the "vs DreamGym GRPO" column.
     """
 
     QUICK_KEYS = ("pipeline_args", "values", "common_args", "seeds")
@@ -155,6 +157,8 @@ class SuiteConfig:
         pipeline_args: list[str] | None = None,
         summary: str | None = None,
         quick_preset: dict | None = None,
+        real_arm: str = "real_grpo",
+        dream_arm: str = "dreamgym_grpo",
     ):
         self.name, self.pipeline, self.pipeline_args = name, pipeline, list(pipeline_args or [])
         self.out_dir, self.results, self.report = Path(out_dir), Path(results), Path(report)
@@ -167,6 +171,7 @@ class SuiteConfig:
         self.document = Path(document) if document else None
         self.summary = Path(summary) if summary else None
         self.quick_preset = dict(quick_preset or {})
+        self.real_arm, self.dream_arm = real_arm, dream_arm
         # the command that (re)makes this suite, for the report (set by parse_suite_config)
         self.command = f"python -m dreamgym benchmark --config configs/benchmark_{name}.yaml"
         bad = sorted(set(self.quick_preset) - set(self.QUICK_KEYS))
@@ -210,6 +215,8 @@ class SuiteConfig:
             live_step_seconds=self.live_step_seconds,
             document=None,
             summary=None,
+            real_arm=self.real_arm,
+            dream_arm=self.dream_arm,
         )
 
     @property
