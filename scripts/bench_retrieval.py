@@ -43,33 +43,56 @@ def _exact_topk(db: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> 
     return best_i
 
 
-def measure(db: np.ndarray, q: np.ndarray, k: int, batch: int) -> dict:
-    """Build, memory, latency (single and batched queries), recall@k and exact-search time."""
-    index = VectorIndex(db.shape[1])
+def measure(
+    db: np.ndarray,
+    q: np.ndarray,
+    k: int,
+    batch: int,
+    expansion_search: list[int | None] = (None,),
+    connectivity: int | None = None,
+    expansion_add: int | None = None,
+) -> list[dict]:
+    """Build once (time, memory), then per search beam width in ``expansion_search`` (None: usearch's
+    default): latency (single and batched queries) and recall@k against exact search, and its speed-up."""
+    index = VectorIndex(db.shape[1], connectivity=connectivity, expansion_add=expansion_add)
     t0 = time.perf_counter()
     index.add(np.arange(len(db)), db)
     build = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for row in q:
-        index.search(row[None], k)
-    single_ms = (time.perf_counter() - t0) / len(q) * 1e3
-    t0 = time.perf_counter()
-    got = np.concatenate([index.search(q[i : i + batch], k)[0] for i in range(0, len(q), batch)])
-    batch_ms = (time.perf_counter() - t0) / -(-len(q) // batch) * 1e3
-    t0 = time.perf_counter()
     exact = _exact_topk(db, q, k)
     exact_ms = (time.perf_counter() - t0) / len(q) * 1e3
-    recall = float(np.mean([len(set(g) & set(e)) / k for g, e in zip(got, exact, strict=True)]))
-    return {
+    common = {
         "n": len(db),
+        "connectivity": int(index._index.connectivity),
+        "expansion_add": int(index._index.expansion_add),
         "build_s": round(build, 2),
         "index_mb": round(len(index.to_bytes()) / 2**20, 1),
         "vectors_mb": round(db.nbytes / 2**20, 1),
-        "single_query_ms": round(single_ms, 3),
-        f"batch{batch}_query_ms": round(batch_ms, 3),
         "exact_numpy_ms_per_query": round(exact_ms, 3),
-        f"recall@{k}": round(recall, 4),
     }
+    rows = []
+    for ef in expansion_search:
+        if ef is not None:
+            index.expansion_search = ef
+        t0 = time.perf_counter()
+        for row in q:
+            index.search(row[None], k)
+        single_ms = (time.perf_counter() - t0) / len(q) * 1e3
+        t0 = time.perf_counter()
+        got = np.concatenate([index.search(q[i : i + batch], k)[0] for i in range(0, len(q), batch)])
+        batch_ms = (time.perf_counter() - t0) / -(-len(q) // batch) * 1e3
+        recall = float(np.mean([len(set(g) & set(e)) / k for g, e in zip(got, exact, strict=True)]))
+        rows.append(
+            {
+                **common,
+                "expansion_search": index.expansion_search,
+                "single_query_ms": round(single_ms, 3),
+                f"batch{batch}_query_ms": round(batch_ms, 3),
+                "speedup_vs_exact": round(exact_ms / single_ms, 1),
+                f"recall@{k}": round(recall, 4),
+            }
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -82,6 +105,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--jitter", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--expansion-search", type=int, nargs="+", default=[None],
+                    help="search beam widths to measure on each built index (default: usearch's, 64)")
+    ap.add_argument("--connectivity", type=int, default=None, help="graph degree (default: usearch's, 16)")
+    ap.add_argument("--expansion-add", type=int, default=None, help="build beam width (default: usearch's, 128)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
@@ -89,12 +116,12 @@ def main(argv: list[str] | None = None) -> dict:
     queries = _vectors(args.test, args.queries)
     rows = []
     for n in args.sizes:
-        row = {
-            "real_vectors": min(n, len(base)),
-            **measure(grow_vectors(base, n, args.jitter, rng)[0], queries, args.k, args.batch),
-        }
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+        db = grow_vectors(base, n, args.jitter, rng)[0]
+        for row in measure(db, queries, args.k, args.batch, args.expansion_search, args.connectivity,
+                           args.expansion_add):  # fmt: skip
+            row = {"real_vectors": min(n, len(base)), **row}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     result = {
         "_meta": result_meta("scripts/bench_retrieval.py", argv),
         "dims": int(base.shape[1]),

@@ -22,7 +22,9 @@ class VectorIndex:
         ndim: vector size.
         dtype: storage type of vectors in the index ("f32", "f16" or "i8").
         expansion_add: usearch build-time beam width (None = usearch default).
-        expansion_search: usearch search-time beam width (None = usearch default).
+        expansion_search: usearch search-time beam width (None = usearch default, 64); settable later
+            through :attr:`expansion_search` (a search-time setting: no rebuild).
+        connectivity: usearch graph degree (None = usearch default, 16).
     """
 
     def __init__(
@@ -31,6 +33,7 @@ class VectorIndex:
         dtype: str = "f32",
         expansion_add: int | None = None,
         expansion_search: int | None = None,
+        connectivity: int | None = None,
     ):
         if ndim < 1:
             raise ValueError(f"VectorIndex.ndim must be >= 1, got {ndim}")
@@ -41,7 +44,19 @@ class VectorIndex:
             dtype=dtype,
             expansion_add=expansion_add,
             expansion_search=expansion_search,
+            connectivity=connectivity,
         )
+
+    @property
+    def expansion_search(self) -> int:
+        """usearch's search-time beam width: larger finds more of the exact neighbours, slower."""
+        return int(self._index.expansion_search)
+
+    @expansion_search.setter
+    def expansion_search(self, value: int) -> None:
+        if int(value) < 1:
+            raise ValueError(f"VectorIndex.expansion_search must be >= 1, got {value}")
+        self._index.expansion_search = int(value)
 
     def __len__(self) -> int:
         return len(self._index)
