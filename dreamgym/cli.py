@@ -24,7 +24,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "pipeline": "dreamgym.pipeline:main",
     "benchmark": "dreamgym.benchmark.suite:main",
     "serve": "dreamgym.serve.server:main",
-    "import-web": "dreamgym.envs.web.importer:main",
+    "import-web": "dreamgym.collect:import_web_main",
     "import-gguf": "dreamgym.modeling.gguf_import:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
