@@ -78,10 +78,12 @@ def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
     """Parse ``--config X.yaml`` (and ``--key value`` overrides) into a :class:`PipelineConfig`."""
     from jsonargparse import ActionConfigFile, ArgumentParser
 
+    from dreamgym.config_files import expand_config_args
+
     parser = ArgumentParser(prog="python -m dreamgym pipeline", parser_mode="yaml", description=__doc__)
     parser.add_argument("--config", action=ActionConfigFile)
     parser.add_class_arguments(PipelineConfig, nested_key=None)
-    values = parser.parse_args(argv).as_dict()
+    values = parser.parse_args(expand_config_args(argv)).as_dict()  # `__base__`: dreamgym/config_files.py
     return PipelineConfig(**{k: v for k, v in values.items() if k not in ("config", "__path__")})
 
 
@@ -204,10 +206,11 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
 
 
 def _rl_yaml(rl_config: str | Path) -> dict:
-    """An RL config file as plain YAML (the pipeline only reads paths out of it)."""
-    import yaml
+    """An RL config file as plain YAML, its ``__base__`` pieces merged in (the pipeline only reads paths
+    out of it)."""
+    from dreamgym.config_files import load_config
 
-    return yaml.safe_load(Path(rl_config).read_text())
+    return load_config(rl_config)
 
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:

@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dreamgym", "models", "datamodules")
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations: record schema, errors, seeding, checkpoint files, progress, the agent interface",
+    ("foundations: record schema, errors, seeding, checkpoint files, progress, config files, the agent interface",
      ("dreamgym", "dreamgym._imports", "dreamgym.errors", "dreamgym.schema", "dreamgym.seeding",
       "dreamgym.checkpoint_io", "dreamgym.progress", "dreamgym.precision", "dreamgym.optim",
-      "dreamgym.stats", "dreamgym.strategies", "dreamgym.agents")),
+      "dreamgym.stats", "dreamgym.strategies", "dreamgym.agents", "dreamgym.config_files")),
     ("retrieval: the replay buffer and vector index over schema records",
      ("dreamgym.retrieval",)),
     ("modeling: language models, tokenizer, prompt formats, decoding, the experience model",
