@@ -110,6 +110,8 @@ def merge(base: dict, over: dict) -> dict:
             out[key] = merge(old, value)
         else:
             out[key] = value
+    if "class_path" in out:  # written first, as jsonargparse prints it (a base may have given init_args only)
+        out = {"class_path": out.pop("class_path"), **out}
     return out
 
 
