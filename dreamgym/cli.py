@@ -24,7 +24,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "pipeline": "dreamgym.pipeline:main",
     "benchmark": "dreamgym.benchmark.suite:main",
     "serve": "dreamgym.serve.server:main",
-    "import-web": "dreamgym.envs.web.importer:main",
+    "import-web": "dreamgym.collect:import_web_main",
     "import-gguf": "dreamgym.modeling.gguf_import:main",
 }
 """Subcommands that are not Lightning stages: name -> ``module:function(argv)``."""
@@ -90,6 +90,8 @@ def _lightning_cli(argv: list[str], run: bool = True):
             for source, target in LINKS:
                 parser.link_arguments(source, target, apply_on="parse")
 
+    from dreamgym.config_files import expand_config_args
+
     # Parse errors raise (ArgumentError) instead of printing the whole usage; ``main`` shortens them.
     stage_kwargs = {"exit_on_error": False, "allow_abbrev": False, "prog": "python -m dreamgym"}
     with warnings.catch_warnings():
@@ -106,7 +108,7 @@ def _lightning_cli(argv: list[str], run: bool = True):
             auto_configure_optimizers=False,
             save_config_kwargs={"overwrite": True},
             parser_kwargs={"parser_mode": "yaml", **stage_kwargs, **{s: dict(stage_kwargs) for s in STAGES}},
-            args=argv,
+            args=expand_config_args(argv),  # a config built on others (``__base__``) arrives composed
             run=run,
         )
 
@@ -250,14 +252,15 @@ def _refuse_pipeline_config(argv: list[str]) -> None:
     """A pipeline config given to a Lightning stage: say which command runs it."""
     from pathlib import Path
 
-    import yaml
+    from dreamgym.config_files import load_config
 
     for flag, value in zip(argv, argv[1:], strict=False):
         if flag in ("--config", "-c") and os.path.isfile(value):
             try:
-                top = yaml.safe_load(Path(value).read_text()) or {}
-            except yaml.YAMLError as exc:
-                raise ValueError(f"--config {value}: not valid YAML ({exc}); fix the file") from None
+                top = load_config(value) or {}
+            except ValueError as exc:  # not valid YAML, here or in a __base__ piece (named in the message)
+                message = str(exc).removeprefix(f"{Path(value).resolve()}: ")
+                raise ValueError(f"--config {value}: {message}") from None
             if isinstance(top, dict) and {"experience_config", "out_dir"} <= set(top):
                 raise ValueError(
                     f"--config {value} is a pipeline config (it has experience_config/out_dir); run it with "

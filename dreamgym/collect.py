@@ -32,7 +32,7 @@ from dreamgym.envs.registry import make_env, registered_envs
 from dreamgym.schema import Trajectory, TrajectoryWriter, check_whole_lines, save_trajectories
 from dreamgym.teachers.base import Teacher, get_teacher
 
-__all__ = ["collect_trajectories", "collect_policy_trajectories", "main"]
+__all__ = ["collect_trajectories", "collect_policy_trajectories", "main", "import_web_main"]
 
 
 def _plan(counts: dict[str, int], n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
@@ -316,3 +316,26 @@ def main(argv: list[str] | None = None) -> None:
     save_trajectories(args.out, trajs, append=args.append)
     done = "appended" if args.append and existed else "replaced the file with" if existed else "wrote"
     print(f"{done} {len(trajs)} trajectories to {args.out}")
+
+
+def import_web_main(argv: list[str] | None = None) -> None:
+    """``python -m dreamgym import-web --in X.jsonl --out Y.jsonl``: recorded web episodes as offline
+    trajectories (:mod:`dreamgym.envs.web.importer`), missing reasoning written by the web teacher."""
+    from dreamgym.envs.web import importer
+    from dreamgym.schema import SPLITS
+
+    ap = argparse.ArgumentParser(prog="python -m dreamgym import-web", description=importer.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--in", dest="src", required=True, help="JSONL of recorded web episodes")
+    ap.add_argument(
+        "--out", required=True, help="schema JSONL to append to (e.g. artifacts/web/offline_train.jsonl)"
+    )
+    ap.add_argument("--split", default="train", choices=list(SPLITS), help="split of records without one")
+    ap.add_argument("--policy", default="imported", help="policy name of records without one")
+    ap.add_argument("--no-teacher", action="store_true", help="leave missing reasoning empty")
+    args = ap.parse_args(argv)
+    teacher = None if args.no_teacher else get_teacher("web")
+    trajs = importer.import_web_trajectories(args.src, args.out, args.split, args.policy, teacher=teacher)
+    steps = sum(len(t.transitions) for t in trajs)
+    wins = sum(t.success for t in trajs)
+    print(f"imported {len(trajs)} trajectories ({steps} transitions, {wins} successful) into {args.out}")

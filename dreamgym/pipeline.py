@@ -43,6 +43,7 @@ from pathlib import Path
 
 from dreamgym.provenance import write_result
 from dreamgym.stages import (
+    PipelineConfig,
     StageClock,
     TimeBudget,
     collect_stage,
@@ -73,125 +74,16 @@ OFFLINE_ONLY_ARG = "--trainer.callbacks+=dreamgym.rl.offline.OfflineOnly"
 """The RL-stage override of ``offline_only`` (a second OfflineOnly from the config itself is harmless)."""
 
 
-DEFAULT_TIME_SHARES = {
-    "experience_model": 3.0,
-    "policy_sft": 3.0,
-    "experience_model_onpolicy": 1.0,
-    "policy_rl": 3.0,
-}
-"""Fit stages' default shares of a pipeline's time budget (relative)."""
-
-
-class PipelineConfig:
-    """What the main job runs.
-
-    Args:
-        out_dir: where every output goes.
-        env: registered env name.
-        train_expert: expert episodes on train tasks (offline data).
-        train_random: random-policy episodes on train tasks.
-        train_non_oracle: episodes of the env's visible-text agent on train tasks: WebShop's
-            :class:`dreamgym.envs.webshop.agents.VisibleTextAgent` (a non-oracle shopper, about half of its
-            purchases fail), ALFWorld's :class:`dreamgym.envs.alfworld.searcher.ALFWorldSearcher` (searches
-            receptacles for the goal object).
-        train_near_miss: episodes of :class:`dreamgym.envs.webshop.agents.NearMissAgent` on train tasks: purchases
-            with one deliberate mistake (wrong option, over the cap, too early, a look-alike).
-        test_expert: expert episodes on test tasks (validation losses only, never trained on).
-        seed: collection seed.
-        vocab_size: BPE vocabulary size.
-        experience_config: LightningCLI config of the experience-model SFT.
-        experience_args: extra CLI overrides for it (e.g. ``["--trainer.max_steps=300"]``).
-        policy_sft_config: LightningCLI config of the policy warm start.
-        policy_sft_args: extra CLI overrides for it.
-        rl_config: LightningCLI config of the RL stage (the class default: GRPO in the synthetic env).
-        rl_args: extra CLI overrides for it.
-        onpolicy_tasks: train tasks ``0..onpolicy_tasks-1`` the warm start plays (sampling) for the
-            experience model's continuation; 0 skips stage 5 (RL then uses ``experience_model``).
-        onpolicy_experience_args: extra CLI overrides of the continuation (it reuses
-            ``experience_config``; e.g. ``["--trainer.max_steps=400"]``).
-        eval_tasks: held-out test-split tasks ``0..eval_tasks-1`` for the final evaluation.
-        eval_batch_size: env slots for the final evaluation (and the on-policy collection).
-        max_steps: the step limit of the pipeline's policy episodes (on-policy collection and the
-            evaluations; keep it equal to the RL config's env ``max_steps``: WebShop 15, ALFWorld 50,
-            web 10).
-        offline_only: the WebArena-Lite regime (``configs/pipeline_web.yaml``): the real env serves only
-            the held-out evaluation. Needs ``onpolicy_tasks: 0`` (no warm-start episodes on train tasks)
-            and runs the RL stage with :class:`dreamgym.rl.offline.OfflineOnly`, which refuses a real
-            schedule or an audit and makes any other real step during fit an error. The offline data
-            is ``out_dir/offline_train.jsonl``: recorded by the collect stage, or put there beforehand
-            (``python -m dreamgym import-web``), in which case collection is skipped.
-        time_budget_minutes: the whole run's wall-clock budget (None: none). Every fit stage then gets a
-            ``--trainer.max_time`` allotted from what is left (:class:`~dreamgym.stages.TimeBudget`): on a
-            slower host the models train fewer steps and the run still ends in time. Printed at start
-            with the precision chosen.
-        time_shares: each fit stage's share of the budget, by output folder (``experience_model``,
-            ``policy_sft``, ``experience_model_onpolicy``, ``policy_rl``).
-        time_reserve_minutes: kept out of the fits for the stages no ``max_time`` bounds (collection,
-            the on-policy episodes, evaluations, fidelity).
-    """
-
-    def __init__(
-        self,
-        out_dir: str = "artifacts/webshop",
-        env: str = "webshop",
-        train_expert: int = 600,
-        train_random: int = 200,
-        train_non_oracle: int = 0,
-        train_near_miss: int = 0,
-        test_expert: int = 60,
-        seed: int = 0,
-        vocab_size: int = 4096,
-        experience_config: str = "configs/webshop_experience_sft.yaml",
-        experience_args: list[str] | None = None,
-        policy_sft_config: str = "configs/webshop_policy_sft.yaml",
-        policy_sft_args: list[str] | None = None,
-        rl_config: str = "configs/webshop_grpo.yaml",
-        rl_args: list[str] | None = None,
-        onpolicy_tasks: int = 300,
-        onpolicy_experience_args: list[str] | None = None,
-        eval_tasks: int = 100,
-        eval_batch_size: int = 20,
-        max_steps: int = 15,
-        offline_only: bool = False,
-        time_budget_minutes: float | None = None,
-        time_shares: dict[str, float] | None = None,
-        time_reserve_minutes: float = 10.0,
-    ):
-        if offline_only and onpolicy_tasks > 0:
-            raise ValueError(
-                f"offline_only=true with onpolicy_tasks={onpolicy_tasks}: the on-policy stage plays the warm "
-                "start in the real env on train tasks, which the offline-only regime forbids; set onpolicy_tasks: 0"
-            )
-        self.out_dir, self.env, self.seed, self.vocab_size = Path(out_dir), env, seed, vocab_size
-        self.train_expert, self.train_random, self.test_expert = train_expert, train_random, test_expert
-        self.train_mix = {"non_oracle": train_non_oracle, "near_miss": train_near_miss}
-        self.experience_config, self.experience_args = experience_config, list(experience_args or [])
-        self.policy_sft_config, self.policy_sft_args = policy_sft_config, list(policy_sft_args or [])
-        self.rl_config, self.rl_args = rl_config, list(rl_args or [])
-        self.onpolicy_tasks, self.onpolicy_experience_args = (
-            onpolicy_tasks,
-            list(onpolicy_experience_args or []),
-        )
-        self.eval_tasks, self.eval_batch_size, self.max_steps = eval_tasks, eval_batch_size, max_steps
-        self.offline_only = offline_only
-        self.time_budget_minutes, self.time_reserve_minutes = time_budget_minutes, time_reserve_minutes
-        self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
-
-    def time_budget(self) -> TimeBudget | None:
-        """A fresh :class:`~dreamgym.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""
-        if self.time_budget_minutes is None:
-            return None
-        return TimeBudget(self.time_budget_minutes, self.time_shares, self.time_reserve_minutes)
-
-
 def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
     """Parse ``--config X.yaml`` (and ``--key value`` overrides) into a :class:`PipelineConfig`."""
     from jsonargparse import ActionConfigFile, ArgumentParser
 
+    from dreamgym.config_files import expand_config_args
+
     parser = ArgumentParser(prog="python -m dreamgym pipeline", parser_mode="yaml", description=__doc__)
     parser.add_argument("--config", action=ActionConfigFile)
     parser.add_class_arguments(PipelineConfig, nested_key=None)
-    values = parser.parse_args(argv).as_dict()
+    values = parser.parse_args(expand_config_args(argv)).as_dict()  # `__base__`: dreamgym/config_files.py
     return PipelineConfig(**{k: v for k, v in values.items() if k not in ("config", "__path__")})
 
 
@@ -314,10 +206,11 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
 
 
 def _rl_yaml(rl_config: str | Path) -> dict:
-    """An RL config file as plain YAML (the pipeline only reads paths out of it)."""
-    import yaml
+    """An RL config file as plain YAML, its ``__base__`` pieces merged in (the pipeline only reads paths
+    out of it)."""
+    from dreamgym.config_files import load_config
 
-    return yaml.safe_load(Path(rl_config).read_text())
+    return load_config(rl_config)
 
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ACTION_TEMPLATE",
     "is_success",
     "SOURCES",
     "SPLITS",
@@ -41,6 +43,9 @@ SOURCES = ("real", "synthetic", "offline")
 """Where a transition came from: a live real env, the experience model, or an offline file."""
 SPLITS = ("train", "val", "test")
 """Task splits. Splits are by task (instruction), never by transition."""
+ACTION_TEMPLATE = re.compile(r"^(\w+(?:\[[^\[\]<>]*\])*)\[<[^>]*>\]$")
+"""An ``available_actions`` entry with a free last argument, e.g. ``search[<query>]`` or
+``type[4][<text>]`` (group 1: what comes before it, ``search`` or ``type[4]``)."""
 
 
 class TrajectoryFileError(ValueError):

@@ -1,10 +1,13 @@
-"""Every YAML in configs/ parses and instantiates (tiny overrides for model paths); links and
-``--print_config`` round-trip."""
+"""Every YAML in configs/ parses and instantiates (tiny overrides for model paths), the shared pieces in
+configs/base/ as part of the configs built on them; no block of lines is repeated across the YAMLs;
+links and ``--print_config`` round-trip."""
 
 import contextlib
 import glob
 import io
 import os
+import re
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,15 @@ import yaml
 from rl_toy import make_toy_tokenizer
 
 from dreamgym.cli import _lightning_cli
+from dreamgym.config_files import BASE_KEY, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted(glob.glob(str(ROOT / "configs" / "**" / "*.yaml"), recursive=True))
+ALL_YAML = sorted(glob.glob(str(ROOT / "configs" / "**" / "*.yaml"), recursive=True))
+PIECES = [p for p in ALL_YAML if Path(p).parent == ROOT / "configs" / "base"]
+"""Shared pieces: not configs of their own, each instantiated inside the configs that name it."""
+CONFIGS = [p for p in ALL_YAML if p not in PIECES]
+REPEAT_LINES = 8
+"""No block of this many (non-blank, non-comment) lines may appear twice in configs/."""
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +61,87 @@ def _overrides(cfg: dict, dirs: dict) -> list[str]:
     return out
 
 
+def _bases(path: str) -> set[str]:
+    """Every file ``path`` names in a ``__base__`` (at any depth), and theirs, as absolute paths."""
+    found, todo = set(), [path]
+    while todo:
+        here = todo.pop()
+
+        def walk(node, here=here):
+            if isinstance(node, dict):
+                refs = node.get(BASE_KEY) or []
+                for ref in [refs] if isinstance(refs, str) else refs:
+                    target = str((Path(here).parent / ref).resolve())
+                    if target not in found:
+                        found.add(target)
+                        todo.append(target)
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(yaml.safe_load(open(here)))
+    return found
+
+
+def test_every_piece_is_part_of_a_tested_config():
+    """A piece in configs/base/ is instantiated only through the configs built on it: each must have one."""
+    used = set().union(*(_bases(p) for p in CONFIGS))
+    assert PIECES and used, "the configs are composed from configs/base/"
+    assert sorted(set(PIECES) - used) == []
+    assert used <= set(ALL_YAML), f"a __base__ outside configs/: {sorted(used - set(ALL_YAML))}"
+
+
+def _normalised_lines(path: str) -> list[tuple[int, str]]:
+    """``(line number, text)`` of a YAML's lines with comments, blank lines and indentation removed."""
+    out = []
+    for number, line in enumerate(open(path, encoding="utf-8"), start=1):
+        text = " ".join(re.sub(r"(^|\s)#.*$", "", line).split())
+        if text:
+            out.append((number, text))
+    return out
+
+
+def repeated_blocks(paths: list[str], size: int = REPEAT_LINES) -> list[str]:
+    """``"a.yaml:3-12 = b.yaml:40-49"`` for every block of ``size`` normalised lines found twice (or more)
+    across ``paths`` (a longer repeat shows as one entry per file pair, its overlapping windows merged)."""
+    seen = defaultdict(list)
+    for path in paths:
+        lines = _normalised_lines(path)
+        for i in range(len(lines) - size + 1):
+            window = tuple(text for _, text in lines[i : i + size])
+            seen[window].append((os.path.relpath(path, ROOT), lines[i][0], lines[i + size - 1][0]))
+    spans: dict[tuple[str, str], list[list[int]]] = defaultdict(list)
+    for places in seen.values():
+        for (fa, a0, a1), (fb, b0, b1) in zip(places, places[1:], strict=False):
+            runs = spans[(fa, fb)]
+            if runs and a0 <= runs[-1][1] + 1 and b0 <= runs[-1][3] + 1:
+                runs[-1][1], runs[-1][3] = max(runs[-1][1], a1), max(runs[-1][3], b1)
+            else:
+                runs.append([a0, a1, b0, b1])
+    return sorted(f"{fa}:{r[0]}-{r[1]} = {fb}:{r[2]}-{r[3]}" for (fa, fb), rs in spans.items() for r in rs)
+
+
+def test_no_block_of_lines_is_repeated_across_configs():
+    """Shared settings are written once (a piece in configs/base/ named by ``__base__``), not copied."""
+    found = repeated_blocks(ALL_YAML)
+    assert not found, (
+        f"{len(found)} repeated block(s) of >= {REPEAT_LINES} lines (comments and indentation ignored); "
+        "move each into a configs/base/ piece:\n" + "\n".join(found)
+    )
+
+
+def test_the_repeat_check_finds_a_copied_block(tmp_path):
+    block = "".join(f"  key_{i}: {i}  # a comment\n" for i in range(REPEAT_LINES))
+    (tmp_path / "a.yaml").write_text("a: 1\nshared:\n" + block)
+    (tmp_path / "b.yaml").write_text("shared:\n\n" + block.replace("  ", "    ") + "b: 2\n")
+    (tmp_path / "c.yaml").write_text("shared:\n" + block.replace("key_3", "other"))
+    found = repeated_blocks([str(tmp_path / n) for n in ("a.yaml", "b.yaml", "c.yaml")])
+    rel = os.path.relpath(tmp_path, ROOT)
+    assert found == [f"{rel}/a.yaml:2-10 = {rel}/b.yaml:1-10"]
+
+
 def test_missing_inputs_name_the_command(tiny_dirs, tmp_path):
     from dreamgym.envs.factory import SyntheticEnvFactory
     from dreamgym.modeling import LanguageModel
@@ -72,7 +162,7 @@ def test_missing_inputs_name_the_command(tiny_dirs, tmp_path):
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[os.path.relpath(p, ROOT) for p in CONFIGS])
 def test_config_instantiates(path, tiny_dirs, tmp_path):
-    cfg = yaml.safe_load(open(path))
+    cfg = load_config(path)  # composed from its configs/base/ pieces
     if "model" not in cfg:
         if cfg.get("trainer", {}).get("accelerator") == "gpu" and not torch.cuda.is_available():
             pytest.skip(
@@ -126,7 +216,7 @@ def test_the_cli_fills_an_unset_precision_and_keeps_a_given_one(tiny_dirs, tmp_p
 
     monkeypatch.setattr(precision, "fast_bf16", lambda device: True)
     path = str(ROOT / "configs" / "webshop_policy_sft.yaml")
-    base = ["--config", path, *_overrides(yaml.safe_load(open(path)), tiny_dirs),
+    base = ["--config", path, *_overrides(load_config(path), tiny_dirs),
             f"--trainer.default_root_dir={tmp_path}", "--trainer.logger=false"]  # fmt: skip
     cli = _lightning_cli(base, run=False)
     assert cli.trainer.precision == "bf16-mixed"
@@ -141,7 +231,7 @@ def test_seed_everything_reaches_the_warm_starts_init_and_batch_order(tiny_dirs,
     """``--seed_everything=1`` trained the same warm start as 0 (model init and batch order had seeds
     of their own, both 0); now parts without a seed take the run's, and a pinned one still wins."""
     path = str(ROOT / "configs" / "webshop_policy_sft.yaml")
-    base = ["--config", path, *_overrides(yaml.safe_load(open(path)), tiny_dirs),
+    base = ["--config", path, *_overrides(load_config(path), tiny_dirs),
             f"--trainer.default_root_dir={tmp_path}", "--trainer.logger=false"]  # fmt: skip
 
     def built(*extra):

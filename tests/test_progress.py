@@ -78,12 +78,12 @@ def test_every_step_bounded_fit_config_uses_the_planned_bar():
     also replaces the bar (``PlannedProgressBar``)."""
     from pathlib import Path
 
-    import yaml
+    from dreamgym.config_files import load_config
 
     configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
     checked = 0
-    for path in configs:
-        callbacks = (yaml.safe_load(path.read_text()).get("trainer") or {}).get("callbacks") or []
+    for path in configs:  # as composed from their configs/base/ pieces
+        callbacks = (load_config(path).get("trainer") or {}).get("callbacks") or []
         names = {c.get("class_path", "").rsplit(".", 1)[-1] for c in callbacks if isinstance(c, dict)}
         if "StepProgress" in names:
             checked += 1

@@ -29,6 +29,8 @@ from lightning.pytorch import Callback, LightningDataModule, LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from dreamgym.config_files import load_config
+
 REPO = Path(__file__).resolve().parents[1]
 STRATEGY_CONFIGS = sorted((REPO / "configs" / "strategies").glob("*.yaml"))
 CPU_OVERRIDES = ["--trainer.accelerator", "cpu", "--trainer.precision", "32-true"]
@@ -198,7 +200,7 @@ def test_cli_accepts_cpu_deepspeed_name_and_keeps_snippet_config(tmp_path):
     ]  # fmt: skip
     strategy = _lightning_cli([*common, *swapped], run=False).trainer.strategy
     assert isinstance(strategy, CPUDeepSpeedStrategy)
-    snippet = yaml.safe_load((REPO / "configs/strategies/deepspeed_zero2.yaml").read_text())
+    snippet = load_config(REPO / "configs/strategies/deepspeed_zero2.yaml")
     assert strategy.config == snippet["trainer"]["strategy"]["init_args"]["config"]
 
 
@@ -229,7 +231,7 @@ def test_strategy_snippet_is_a_trainer_only_gpu_config(path):
     """Each snippet only touches ``trainer``, targets GPUs in bf16, and builds its strategy on any machine."""
     import importlib
 
-    cfg = yaml.safe_load(path.read_text())
+    cfg = load_config(path)  # with its configs/base/ piece
     assert set(cfg) == {"trainer"}, f"{path.name} must only set trainer options, got {sorted(cfg)}"
     trainer = cfg["trainer"]
     assert trainer["accelerator"] == "gpu" and trainer["precision"] == "bf16-mixed"

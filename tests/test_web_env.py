@@ -223,6 +223,7 @@ def test_import_recorded_web_episodes(tmp_path):
 
     from dreamgym.envs.web.importer import import_web_trajectories
     from dreamgym.schema import TrajectoryFileError, read_trajectories
+    from dreamgym.teachers import get_teacher
 
     rec = {
         "task_id": "webarena/7", "instruction": 'Click on the "Home" link.', "success": True,
@@ -231,7 +232,7 @@ def test_import_recorded_web_episodes(tmp_path):
     src = tmp_path / "recorded.jsonl"
     src.write_text(json.dumps(rec) + "\n")
     out = tmp_path / "offline.jsonl"
-    (traj,) = import_web_trajectories(src, out, split="train", policy="human")
+    (traj,) = import_web_trajectories(src, out, split="train", policy="human", teacher=get_teacher("web"))
     tr = traj.transitions[0]
     assert tr.state == "[3] text: Welcome\n[4] link: Home" and tr.available_actions == ["click[4]"]
     assert tr.reward == 1.0 and tr.done and tr.success and not tr.invalid and tr.reasoning

@@ -44,9 +44,9 @@ TINY_S2R_ARGS = [
 
 def tiny_rl_args(rl_config: str) -> list[str]:
     """The tiny RL overrides for ``rl_config``'s schedule (synthetic-only or sim-to-real)."""
-    import yaml
+    from dreamgym.config_files import load_config
 
-    schedule = yaml.safe_load(open(rl_config))["model"]["init_args"]["schedule"]["class_path"]
+    schedule = load_config(rl_config)["model"]["init_args"]["schedule"]["class_path"]
     return TINY_S2R_ARGS if schedule.endswith("Sim2RealSchedule") else [*TINY_RL_ARGS, *SYNTHETIC_ENV]
 
 

@@ -250,6 +250,8 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
     """Parse ``--config X.yaml`` (with overrides) and the command's flags: ``(config, flags)``."""
     from jsonargparse import ActionConfigFile, ArgumentParser
 
+    from dreamgym.config_files import expand_config_args
+
     parser = ArgumentParser(
         prog="python -m dreamgym benchmark", parser_mode="yaml", description=__doc__, exit_on_error=False
     )
@@ -263,13 +265,13 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
         default=False,
         help="every arm once on tiny models, in the `quick_preset` section's files",
     )
-    values = parser.parse_args(argv).as_dict()
+    values = parser.parse_args(expand_config_args(argv)).as_dict()  # `__base__`: dreamgym/config_files.py
     flags = {k: values.pop(k) for k in ("only", "report_only", "quick")}
     flags["seeds"] = None
     planned = _without_option(argv, "--seeds")
     if planned != argv:  # `--seeds` on the command line selects what runs; the plan (report) stays the file's
         flags["seeds"] = values["seeds"]
-        values["seeds"] = parser.parse_args(planned).as_dict()["seeds"]
+        values["seeds"] = parser.parse_args(expand_config_args(planned)).as_dict()["seeds"]
     kwargs = {k: v for k, v in values.items() if k not in ("config", "__path__")}
     kwargs["arms"] = [Arm(**a) for a in kwargs.get("arms") or []]
     kwargs["experience_variants"] = [ExperienceVariant(**v) for v in kwargs.get("experience_variants") or []]

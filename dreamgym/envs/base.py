@@ -31,7 +31,6 @@ implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task b
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,10 +42,7 @@ from torchrl.data import Bounded, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
 from dreamgym.envs.guard import check_real_step
-
-ACTION_TEMPLATE = re.compile(r"^(\w+(?:\[[^\[\]<>]*\])*)\[<[^>]*>\]$")
-"""A listed action with a free last argument, e.g. ``search[<query>]`` or ``type[4][<text>]`` (group 1:
-what comes before it, ``search`` or ``type[4]``)."""
+from dreamgym.schema import ACTION_TEMPLATE
 
 __all__ = [
     "ACTION_TEMPLATE",

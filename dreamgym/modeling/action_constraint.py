@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import torch
 
-from dreamgym.envs.base import ACTION_TEMPLATE
+from dreamgym.schema import ACTION_TEMPLATE
 
 __all__ = ["ACTION_TEMPLATE", "ActionGrammar", "ActionGrammarProcessor"]
 

@@ -18,7 +18,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -251,10 +250,11 @@ def collector_from_config(config: str | os.PathLike) -> RolloutCollector:
     Raises:
         KeyError: if the config has no ``model.init_args.collector``.
     """
-    import yaml
     from jsonargparse import ArgumentParser
 
-    data = yaml.safe_load(Path(config).read_text())
+    from dreamgym.config_files import load_config
+
+    data = load_config(config)
     try:
         spec = data["model"]["init_args"]["collector"]
     except (KeyError, TypeError):

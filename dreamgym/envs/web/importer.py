@@ -1,6 +1,7 @@
 """Import web trajectories recorded elsewhere (human demos, another agent, WebArena logs) as offline data.
 
-``python -m dreamgym import-web --in recorded.jsonl --out artifacts/web/offline_train.jsonl`` reads one
+``python -m dreamgym import-web --in recorded.jsonl --out artifacts/web/offline_train.jsonl``
+(:func:`dreamgym.collect.import_web_main`, which brings the web teacher) reads one
 episode per line in either form and writes schema trajectories (:mod:`dreamgym.schema`; ``env="web"``,
 ``source="offline"``) that the experience-model SFT and the warm start read directly. The fields are
 documented in ``docs/web.md``:
@@ -20,7 +21,6 @@ rationale where none was recorded.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any
 from dreamgym.envs.web.page import ended_state, infer_available_actions
 from dreamgym.schema import SPLITS, Trajectory, TrajectoryFileError, Transition, write_trajectories
 
-__all__ = ["import_web_trajectories", "from_step_record", "normalize_state", "main"]
+__all__ = ["import_web_trajectories", "from_step_record", "normalize_state"]
 
 _WEBARENA_LINE = re.compile(r"^\s*\[(\d+)\]\s+(\w+)\s+'(.*)'(.*)$")
 _ROLES = {
@@ -108,9 +108,12 @@ def from_step_record(rec: dict, where: str, split: str, policy: str, teacher: An
 
 
 def import_web_trajectories(
-    src: str | Path, out: str | Path, split: str = "train", policy: str = "imported", teacher: bool = True
+    src: str | Path, out: str | Path, split: str = "train", policy: str = "imported", teacher: Any = None
 ) -> list[Trajectory]:
     """Convert every line of ``src`` (module docstring) and append the trajectories to ``out``.
+
+    ``teacher`` (a :class:`dreamgym.teachers.base.Teacher`, e.g. ``get_teacher("web")``) writes the
+    reasoning of steps recorded without one; None leaves it empty.
 
     Raises:
         FileNotFoundError: if ``src`` does not exist.
@@ -121,11 +124,6 @@ def import_web_trajectories(
         raise FileNotFoundError(
             f"--in {str(src)!r} does not exist; give a JSONL file of recorded web episodes"
         )
-    rationale = None
-    if teacher:
-        from dreamgym.teachers.base import get_teacher
-
-        rationale = get_teacher("web")
     trajs = []
     for lineno, line in enumerate(src.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -140,24 +138,6 @@ def import_web_trajectories(
         if "transitions" in rec:
             trajs.append(Trajectory.from_dict(rec, where=where))
         else:
-            trajs.append(from_step_record(rec, where, split, policy, rationale))
+            trajs.append(from_step_record(rec, where, split, policy, teacher))
     write_trajectories(out, trajs)
     return trajs
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m dreamgym import-web --in X.jsonl --out Y.jsonl`` (see module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m dreamgym import-web", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("--in", dest="src", required=True, help="JSONL of recorded web episodes")
-    ap.add_argument(
-        "--out", required=True, help="schema JSONL to append to (e.g. artifacts/web/offline_train.jsonl)"
-    )
-    ap.add_argument("--split", default="train", choices=list(SPLITS), help="split of records without one")
-    ap.add_argument("--policy", default="imported", help="policy name of records without one")
-    ap.add_argument("--no-teacher", action="store_true", help="leave missing reasoning empty")
-    args = ap.parse_args(argv)
-    trajs = import_web_trajectories(args.src, args.out, args.split, args.policy, teacher=not args.no_teacher)
-    steps = sum(len(t.transitions) for t in trajs)
-    wins = sum(t.success for t in trajs)
-    print(f"imported {len(trajs)} trajectories ({steps} transitions, {wins} successful) into {args.out}")

@@ -1,0 +1,245 @@
+"""The package's import graph: no cycles, no upward imports, no ``sys.path`` edits.
+
+Every ``import`` of ``dreamgym/``, ``models/`` and ``datamodules/`` is read with :mod:`ast` (module level,
+inside functions and under ``TYPE_CHECKING`` alike: each is a dependency). Importing ``a.b.c`` also runs
+``a/__init__.py`` and ``a/b/__init__.py``, so those count as edges for cycles too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("dreamgym", "models", "datamodules")
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundations: record schema, errors, seeding, checkpoint files, progress, config files, the agent interface",
+     ("dreamgym", "dreamgym._imports", "dreamgym.errors", "dreamgym.schema", "dreamgym.seeding",
+      "dreamgym.checkpoint_io", "dreamgym.progress", "dreamgym.precision", "dreamgym.optim",
+      "dreamgym.stats", "dreamgym.strategies", "dreamgym.agents", "dreamgym.config_files")),
+    ("retrieval: the replay buffer and vector index over schema records",
+     ("dreamgym.retrieval",)),
+    ("modeling: language models, tokenizer, prompt formats, decoding, the experience model",
+     ("dreamgym.modeling",)),
+    ("envs: the TorchRL envs (real ones, and the synthetic one wrapping the experience model), one episode loop",
+     ("dreamgym.envs",)),
+    ("teachers: reasoning written from an env's privileged information",
+     ("dreamgym.teachers",)),
+    ("uses of envs and models: offline data, fidelity, observability, TorchRL/AgentGym adapters",
+     ("dreamgym.collect", "dreamgym.fidelity", "dreamgym.observability", "dreamgym.interop",
+      "dreamgym.serve")),
+    ("RL: rollouts, advantages, losses, schedules, the curriculum over them",
+     ("dreamgym.rl", "dreamgym.curriculum")),
+    ("Lightning wrappers: they receive the built parts above",
+     ("models", "datamodules")),
+    ("the command line: LightningCLI over the wrappers (named by class_path, not imported)",
+     ("dreamgym.cli", "dreamgym.__main__")),
+    ("experiments: the pipeline, its stages, the benchmark suite and their reports",
+     ("dreamgym.stages", "dreamgym.pipeline", "dreamgym.summary", "dreamgym.plots",
+      "dreamgym.provenance", "dreamgym.benchmark")),
+]  # fmt: skip
+"""Lowest first, each with why it sits there; a module may import only its own layer or lower ones.
+This is the README's picture read bottom-up: records -> retrieval -> experience model -> envs ->
+collector/losses -> PolicyRL, with the experiments on top. A new module gets its place here."""
+
+FORBIDDEN_ROOTS = ("scripts", "tests", "benchmarks", "conftest")
+"""What the library never imports: command-line tools, tests and their helpers, benchmark results."""
+
+
+def module_files(root: Path = ROOT) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package ``__init__``) for every module of :data:`PACKAGES`."""
+    mods = {}
+    for pkg in PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            mods[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return mods
+
+
+def _imported_names(module: str, path: Path, is_pkg: bool) -> list[tuple[str, int]]:
+    """(dotted name, line) of every import in ``path``, relative imports made absolute; ``from a
+    import b`` gives ``a.b`` (a submodule when one exists, else resolved to ``a`` by the caller)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = module.split(".") if is_pkg else module.split(".")[:-1]
+                pkg = pkg[: len(pkg) - (node.level - 1)]
+                base = ".".join([*pkg, *([node.module] if node.module else [])])
+            out += [(f"{base}.{alias.name}", node.lineno) for alias in node.names]
+    return out
+
+
+def import_graph(root: Path = ROOT) -> tuple[dict[str, dict[str, int]], set[str]]:
+    """``(edges, external)``: ``edges[a][b] = line`` where module ``a`` imports module ``b`` of the
+    packages; ``external`` the other top-level names imported (for :data:`FORBIDDEN_ROOTS`)."""
+    mods = module_files(root)
+    edges: dict[str, dict[str, int]] = {m: {} for m in mods}
+    external: set[str] = set()
+    for module, (path, is_pkg) in mods.items():
+        for name, line in _imported_names(module, path, is_pkg):
+            target = name
+            while target and target not in mods:
+                target = target.rpartition(".")[0]
+            if not target:
+                external.add(f"{module}:{line} imports {name}")
+                continue
+            if target != module:
+                edges[module].setdefault(target, line)
+    return edges, external
+
+
+def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), with the implicit edges to the
+    ``__init__`` of every package above an imported module."""
+    graph = {m: set(targets) for m, targets in edges.items()}
+    for m, targets in edges.items():
+        for t in targets:
+            parent = t.rpartition(".")[0]
+            while parent:
+                if parent in graph and parent != m and not m.startswith(parent + "."):
+                    graph[m].add(parent)
+                parent = parent.rpartition(".")[0]
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # recursion depth is bounded by the number of modules (~150)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer_of(module: str) -> int | None:
+    """Index in :data:`LAYERS` of the longest prefix naming ``module`` (None: not placed)."""
+    best, best_len = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = i, len(p)
+    return best
+
+
+def upward_imports(edges: dict[str, dict[str, int]]) -> list[str]:
+    """``"a:line imports b (layer i -> j)"`` for every import of a higher layer."""
+    bad = []
+    for m, targets in sorted(edges.items()):
+        for t, line in sorted(targets.items()):
+            lm, lt = layer_of(m), layer_of(t)
+            if lm is not None and lt is not None and lt > lm:
+                bad.append(f"{m}:{line} imports {t} (layer {lm} '{LAYERS[lm][0].split(':')[0]}' -> "
+                           f"layer {lt} '{LAYERS[lt][0].split(':')[0]}')")  # fmt: skip
+    return bad
+
+
+def sys_path_edits(root: Path = ROOT) -> list[str]:
+    """``file:line`` of every ``sys.path`` insert/append/extend/assignment in the repository's code."""
+    pattern = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend)\b|\[[^\]]*\]\s*=|\s*(\+=|=)(?!=))")
+    skip = {".venv", ".git", "artifacts", "runs", "node_modules"}
+    hits = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if skip & set(rel.parts) or path.suffix not in (".py", ".sh", ".cfg", ".toml", ".ini"):
+            continue
+        if not path.is_file():
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if pattern.search(line):
+                hits.append(f"{rel}:{i}: {line.strip()}")
+    return hits
+
+
+# ---------------------------------------------------------------------------------------------- tests
+_SYS_PATH = "sys" + ".path"  # spelt in two parts so this file's planted edits are not found in it
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in module_files() if layer_of(m) is None]
+    assert not unplaced, f"place these modules in tests/test_structure.py LAYERS: {unplaced}"
+
+
+def test_no_import_cycles():
+    edges, _ = import_graph()
+    found = cycles(edges)
+    assert not found, "import cycles (break each by moving the shared part down a layer):\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )
+
+
+def test_no_upward_imports():
+    edges, _ = import_graph()
+    bad = upward_imports(edges)
+    assert not bad, "upward imports (move the part down, or pass it in):\n" + "\n".join(bad)
+
+
+def test_the_library_never_imports_scripts_tests_or_benchmarks():
+    _, external = import_graph()
+    bad = sorted(e for e in external if e.split(" imports ")[1].split(".")[0] in FORBIDDEN_ROOTS)
+    assert bad == []
+
+
+def test_no_sys_path_edits():
+    bad = sys_path_edits()
+    assert not bad, "sys.path edits (make it an importable package or a module of one):\n" + "\n".join(bad)
+
+
+def test_the_checks_find_a_cycle_an_upward_import_and_a_sys_path_edit(tmp_path):
+    """The checks above can fail: a planted cycle, upward import and path edit are each reported."""
+    (tmp_path / "dreamgym" / "envs").mkdir(parents=True)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "datamodules").mkdir()
+    files = {
+        "dreamgym/__init__.py": "",
+        "dreamgym/schema.py": "def f():\n    from dreamgym.envs import base  # upward, inside a function\n",
+        "dreamgym/envs/__init__.py": "from .base import X\n",
+        "dreamgym/envs/base.py": "import dreamgym.schema\nfrom dreamgym.envs import episodes\nX = 1\n",
+        "dreamgym/envs/episodes.py": "from . import base\n",
+        "models/__init__.py": "",
+        "datamodules/__init__.py": "",
+        "tool.py": f"import sys\n{_SYS_PATH}.insert(0, '.')\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    edges, _ = import_graph(tmp_path)
+    assert edges["dreamgym.envs.episodes"] == {"dreamgym.envs.base": 1}
+    assert cycles(edges) == [["dreamgym.envs", "dreamgym.envs.base", "dreamgym.envs.episodes",
+                              "dreamgym.schema"]]  # fmt: skip
+    assert [u.split(" (")[0] for u in upward_imports(edges)] == [
+        "dreamgym.schema:2 imports dreamgym.envs.base"
+    ]
+    assert sys_path_edits(tmp_path) == [f"tool.py:2: {_SYS_PATH}.insert(0, '.')"]
+
+
+@pytest.mark.parametrize("edit", [".append('x')", "[:0] = ['x']", " += ['x']"])
+def test_every_form_of_sys_path_edit_is_found(tmp_path, edit):
+    line = _SYS_PATH + edit
+    (tmp_path / "x.py").write_text(f"import sys\n{line}\nok = {_SYS_PATH} == []\n")
+    assert sys_path_edits(tmp_path) == [f"x.py:2: {line}"]
