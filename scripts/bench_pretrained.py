@@ -26,7 +26,6 @@ import argparse
 import os
 import resource
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -140,7 +139,9 @@ def zero_shot(policies: dict[str, tuple[str, str | None]], warm_start: str, conf
         print(f"[bench_pretrained] {name}: {metrics}", flush=True)
     names = list(policies)
     if len(names) >= 2:
-        out["paired"] = {f"{names[0]}_vs_{n}": mcnemar_exact(success[names[0]], success[n]) for n in names[1:]}
+        out["paired"] = {
+            f"{names[0]}_vs_{n}": mcnemar_exact(success[names[0]], success[n]) for n in names[1:]
+        }
     return out
 
 
@@ -164,8 +165,11 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(0)
     precision = auto_precision("cpu")
     result = {
-        "host": {"threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-                 "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]},  # fmt: skip
+        "host": {
+            "threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(),
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+        },  # fmt: skip
         "load": measure_load(args.model),
         "train": {
             mode: measure_train(args.model, args.train_batch, args.train_len, mode == "lora", precision)

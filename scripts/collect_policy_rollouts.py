@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch-size", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=15)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
-    ap.add_argument("--dtype", default=None, help="load the policy in this dtype (e.g. bfloat16; default: as saved)")
+    ap.add_argument(
+        "--dtype", default=None, help="load the policy in this dtype (e.g. bfloat16; default: as saved)"
+    )
     args = ap.parse_args(argv)
     collector = collector_from_config(args.config)
     if args.free:
