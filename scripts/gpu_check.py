@@ -119,6 +119,7 @@ def run(name: str, strategy: str, root: Path, module: L.LightningModule, data, s
 def main(out: Path, model: str | None = None) -> None:
     """The check on ``model`` (a Hugging Face folder), or on a random-init model (``model`` None)."""
     s = SIZES
+    L.seed_everything(0)  # model init, batch order and RL task draws: the same check on every run
     out.mkdir(parents=True, exist_ok=True)
     train = out / "train.jsonl"
     if not train.exists():
