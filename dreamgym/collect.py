@@ -181,6 +181,7 @@ def collect_policy_trajectories(
     out: str | os.PathLike | None = None,
     env_kwargs: dict[str, Any] | None = None,
     teacher_kwargs: dict[str, Any] | None = None,
+    dtype: str | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
     """A saved policy's episodes in a REAL env as schema trajectories, and their metrics.
 
@@ -198,6 +199,8 @@ def collect_policy_trajectories(
         out: write the trajectories here as JSONL (through a temporary file, so a crash leaves none).
         env_kwargs: extra env constructor arguments (e.g. ``{"item_facts": False}``).
         teacher_kwargs: teacher constructor arguments (e.g. ``{"rationale": "verdict"}``).
+        dtype: load the policy in this dtype (``"bfloat16"``: about 6x the prefill speed of fp32 for a
+            134 M model on a CPU with AMX; None: as saved).
 
     Returns:
         The trajectories, in the order of ``task_indices``, and the collection's metrics
@@ -212,7 +215,7 @@ def collect_policy_trajectories(
         )
     import torch
 
-    model, tok = LanguageModel(path=str(policy_dir)).build()
+    model, tok = LanguageModel(path=str(policy_dir), dtype=dtype).build()
     model.to("cuda" if torch.cuda.is_available() else "cpu")  # a GPU when one is present
     collector.use_format_of(policy_dir)  # prompt the policy as it was trained
     env = make_env(env_name, split=split, batch_size=batch_size, max_steps=max_steps, **(env_kwargs or {}))

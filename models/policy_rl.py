@@ -302,8 +302,9 @@ class PolicyRL(L.LightningModule):
             tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
         else:
             gen = torch.Generator().manual_seed(
-                int(self.schedule.iteration) * 7919 + 17 + self.task_seed * 1_000_003
-            )  # task_seed 0: the draws of the records made before task_seed existed
+                (int(self.schedule.iteration) * 7919 + 17 + self.task_seed * 1_000_003) % 2**63
+            )  # task_seed 0: the draws of the records made before task_seed existed; the modulo keeps an
+            # unseeded process's 64-bit initial seed in range (and every smaller seed's draws as they were)
             n, pool = self.tasks_per_batch * world, self.train_tasks
             if pool is None:
                 tasks = torch.randint(env.num_tasks(), (n,), generator=gen).tolist()

@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch-size", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=15)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
+    ap.add_argument(
+        "--dtype", default=None, help="load the policy in this dtype (e.g. bfloat16; default: as saved)"
+    )
     args = ap.parse_args(argv)
     collector = collector_from_config(args.config)
     if args.free:
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         trajs, metrics = collect_policy_trajectories(
             args.policy, args.env, args.split, tasks, collector, greedy=not args.sample,
-            teacher=not args.no_teacher, batch_size=args.batch_size, max_steps=args.max_steps, out=args.out,
+            teacher=not args.no_teacher, batch_size=args.batch_size, max_steps=args.max_steps, out=args.out, dtype=args.dtype,
         )  # fmt: skip
     except FileNotFoundError as e:
         ap.error(str(e))

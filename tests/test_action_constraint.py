@@ -50,6 +50,41 @@ def test_grammar_concrete_actions_and_template(lm):
     assert free.allowed([]) is None and free.allowed_per_step([5, 6]) == [[], []]
 
 
+def test_grammar_writes_the_reply_sft_trains_under_a_chat_template(tiny_tokenizer):
+    """Under ChatML the reply is ``action <|im_end|>`` with no leading space (``" search"`` and ``"search"``
+    are different tokens): the collector's grammar follows the codec's reply layout, token for token."""
+    from dreamgym.modeling import load_tokenizer
+    from dreamgym.modeling.chat import ChatCodec
+
+    tok = load_tokenizer(tiny_tokenizer)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tok.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    codec = ChatCodec(tok)
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    assert codec.reply_head == "" and codec.reply_end_ids == [im_end]
+    actions = ["click[buy now]", "click[blue]", "search[<query>]"]
+    g = RolloutCollector(constrained=True)._grammar(codec, _Ep("i need a blue speaker", actions))
+    for action in ("click[buy now]", "click[blue]"):
+        reply = codec.reply_ids(action)
+        assert reply != _enc(tok, " " + action) + [tok.eos_token_id]  # the plain layout's reply differs
+        assert all(t in g.allowed(reply[:j]) for j, t in enumerate(reply)), action
+        assert g.allowed(reply) == [im_end]
+    search = _enc(tok, "search[")
+    assert set(g.allowed([])) == {_enc(tok, "click[buy now]")[0], search[0]}
+    w, close = g.allowed(search)[0], _enc(tok, "]")[-1]
+    assert g.allowed(search + [w, close]) == [im_end] and tok.eos_token_id not in g.allowed(search + [w])
+
+
+class _Ep:
+    """The two fields of an episode the grammar reads."""
+
+    def __init__(self, instruction, actions):
+        self.instruction, self.available = instruction, [actions]
+
+
 def test_constrained_rollouts_are_always_valid_in_webshop(lm):
     """A random tiny policy writes garbage; constrained, every action it sends is admissible."""
     model, tok = lm

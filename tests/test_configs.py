@@ -160,9 +160,33 @@ def test_missing_inputs_name_the_command(tiny_dirs, tmp_path):
         )
 
 
+def _is_model_snippet(cfg: dict) -> bool:
+    """A model snippet (``configs/models/``): a ``model`` without a class, composed with a stage config."""
+    return isinstance(cfg.get("model"), dict) and "class_path" not in cfg["model"]
+
+
+def _snippet_pairs() -> list[tuple[str, str]]:
+    """(snippet, stage config) for every stage config whose model takes the model keys a snippet sets."""
+    loaded = {p: load_config(p) for p in CONFIGS}
+    pairs = []
+    for snip, s in loaded.items():
+        if not _is_model_snippet(s):
+            continue
+        keys = set(s["model"].get("init_args", {}))
+        stages = [p for p, c in loaded.items() if "class_path" in (c.get("model") or {})]
+        pairs += [(snip, p) for p in stages if keys <= set(loaded[p]["model"].get("init_args", {}))]
+    return pairs
+
+
+SNIPPET_PAIRS = _snippet_pairs()
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=[os.path.relpath(p, ROOT) for p in CONFIGS])
 def test_config_instantiates(path, tiny_dirs, tmp_path):
     cfg = load_config(path)  # composed from its configs/base/ pieces
+    if _is_model_snippet(cfg):
+        assert any(snip == path for snip, _ in SNIPPET_PAIRS), f"{path} composes with no stage config"
+        pytest.skip("model snippet: instantiated with each stage config it composes with (below)")
     if "model" not in cfg:
         if cfg.get("trainer", {}).get("accelerator") == "gpu" and not torch.cuda.is_available():
             pytest.skip(
@@ -187,6 +211,31 @@ def test_config_instantiates(path, tiny_dirs, tmp_path):
     cli = _lightning_cli(argv, run=False)
     assert cli.model is not None and cli.datamodule is not None
     assert type(cli.model).__name__ == cfg["model"]["class_path"].rsplit(".", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "snippet,stage", SNIPPET_PAIRS, ids=[f"{Path(a).stem}+{Path(b).stem}" for a, b in SNIPPET_PAIRS]
+)
+def test_model_snippet_composes_with_the_stage_config(snippet, stage, tiny_dirs, tmp_path):
+    """``--config STAGE --config SNIPPET`` swaps the model and keeps the rest of the stage config; the
+    snippet's model path is pointed at a tiny local model (its LoRA adapters stay on)."""
+    pytest.importorskip("peft")
+    cfg, snip = load_config(stage), load_config(snippet)
+    argv = [
+        "--config",
+        stage,
+        "--config",
+        snippet,
+        *_overrides(cfg, tiny_dirs),
+        f"--trainer.default_root_dir={tmp_path}",
+    ]
+    for key in snip["model"]["init_args"]:
+        argv.append(f"--model.init_args.{key}.init_args.path={tiny_dirs['policy']}")
+    cli = _lightning_cli(argv, run=False)
+    assert type(cli.model).__name__ == cfg["model"]["class_path"].rsplit(".", 1)[1]
+    assert cli.trainer.max_steps == (cfg["trainer"].get("max_steps") or -1)  # the stage's own settings
+    lora = [n for n, _ in cli.model.model.named_parameters() if "lora_" in n]
+    assert lora and all(p.requires_grad == ("lora_" in n) for n, p in cli.model.model.named_parameters())
 
 
 def test_rl_links_and_print_config_round_trip(tiny_dirs, tmp_path):

@@ -174,6 +174,27 @@ def test_lora_trains_only_adapters_and_the_reference_is_the_base_model(plain_dir
     assert (tmp_path / "merged" / "adapter" / "adapter_config.json").is_file()
 
 
+def test_a_lora_experience_model_exports_as_a_whole_model(tiny_tokenizer, tmp_path):
+    """``save_pretrained`` of a peft model writes only the adapters, with its base model's path inside:
+    the experience model's export merges them, so the synthetic env loads a whole model."""
+    pytest.importorskip("peft")
+    from dreamgym.modeling.experience import ExperienceModel, save_experience_model
+    from dreamgym.modeling.formats import ExperienceFormat
+
+    model, tok = _lm(str(tiny_tokenizer), lora=LoRA(r=4, alpha=8)).build()
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+    save_experience_model(tmp_path / "exp", model, tok, ExperienceFormat(k=0))
+    assert (tmp_path / "exp" / "model.safetensors").is_file()
+    loaded = ExperienceModel.from_pretrained(tmp_path / "exp").model
+    assert not hasattr(loaded, "peft_config")
+    ids = torch.randint(5, 200, (2, 9))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(input_ids=ids).logits, model.eval()(input_ids=ids).logits)
+
+
 def test_dtype_attention_and_checkpointing_options(plain_dir):
     model, _ = _lm(
         plain_dir, dtype="bfloat16", attn_implementation="eager", gradient_checkpointing=True

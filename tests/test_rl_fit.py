@@ -297,3 +297,5 @@ def test_task_draws_follow_the_run_seed_and_the_iteration(toy_policy):
     assert draws(task_seed=1)[1] != seed0
     torch.manual_seed(1)  # no task_seed: the run's seed (seed_everything)
     assert draws()[1] == draws(task_seed=1)[1]
+    torch.manual_seed(2**64 - 1)  # an unseeded process's initial seed is any 64-bit number
+    assert len(draws()[1]) == 8

@@ -136,3 +136,47 @@ def test_state_cannot_be_closed_empty(tiny_lm):
     text = _decode_script(tok, " <think> a </think>\n<next>\n</next>\n<reward> 0", 2)
     parsed = parse_target(text)
     assert parsed.ok and parsed.next_state, (parsed.error, text)
+
+
+def test_a_vocabulary_that_splits_digits_from_the_space_writes_its_score(webshop_offline):
+    """Llama 3, Qwen2 and SmolLM2 tokenize ``" 0.5"`` as ``" ", "0", ".", "5"``: no ``" <digit>"`` token
+    exists, so the score starts with the lone space (as SFT trained it), then the model's digits."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from dreamgym.modeling.tokenizer import SPECIAL_TOKENS, corpus_from_trajectories
+
+    bpe = Tokenizer(models.BPE(unk_token=None))
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=512, special_tokens=list(SPECIAL_TOKENS.values()),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
+    bpe.train_from_iterator(corpus_from_trajectories([webshop_offline]), trainer=trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, **SPECIAL_TOKENS)
+    assert [tok.decode([i]) for i in tok.encode(" 0.5", add_special_tokens=False)] == [" ", "0", ".", "5"]
+    assert not any(t.strip() != t and t.strip().isdigit() for t in map(tok.decode, tok.get_vocab().values()))
+    for target, score in (("0.75", 0.75), ("1", 1.0)):
+        script = (
+            f" <think> a </think>\n<next>\n[page] x\n</next>\n<reward> 0 <done> true <score> {target} <end>"
+        )
+        grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True)
+        text = _decode_with(grammar, tok, _wanting(tok, script), 300)
+        parsed = parse_target(text)
+        assert parsed.ok and parsed.score == score, (parsed.error, text)
+
+
+def _wanting(tok, script: str):
+    """A fake model's scores that go on writing ``script`` from whatever text it has written so far
+    (token boundaries may differ from the script's own tokenization), random off it."""
+    g = torch.Generator().manual_seed(3)
+
+    def scores(t, so_far):
+        s = torch.randn(len(tok), generator=g)
+        rest = tok.encode(script[len(so_far) :], add_special_tokens=False)
+        if script.startswith(so_far) and rest:
+            s[rest[0]] = 20.0
+        return s
+
+    return scores

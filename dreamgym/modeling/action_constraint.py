@@ -4,11 +4,17 @@ A text env lists its admissible actions (``available_actions``): concrete ones (
 ``go to cabinet 1``) and templates with a free argument (``search[<query>]``). :class:`ActionGrammar`
 turns that list into a token-level grammar for one prompt:
 
-* a concrete action is its canonical tokenisation ``encode(" " + action)`` followed by EOS; the
-  concrete actions form a prefix tree, so at each step the allowed tokens are the tree's children;
-* a template ``name[<...>]`` is ``encode(" name[")``, then 1..``max_arg_tokens`` argument tokens drawn
-  from the tokens of the instruction (a bag, in any order: the policy chooses which words to use),
-  then ``]`` and EOS.
+* a concrete action is its canonical tokenisation ``encode(head + action)`` followed by the reply's end
+  tokens; the concrete actions form a prefix tree, so at each step the allowed tokens are the tree's
+  children;
+* a template ``name[<...>]`` is ``encode(head + "name[")``, then 1..``max_arg_tokens`` argument tokens
+  drawn from the tokens of the instruction (a bag, in any order: the policy chooses which words to use),
+  then ``]`` and the end tokens.
+
+``head`` and the end tokens are those of the policy's chat template
+(:class:`dreamgym.modeling.chat.ChatCodec`: ``reply_head``, ``reply_end_ids``), so the grammar writes the
+tokens SFT trained the reply as: ``" " action [EOS]`` under the plain layout, ``action <|im_end|>`` under
+ChatML (SmolLM2, Qwen), where ``" search"`` and ``"search"`` are different tokens.
 
 The policy then samples from its own distribution *renormalised over the allowed set*:
 ``pi_c(a_j | s, a_<j) = exp(z[a_j]) / sum_{v in A_j} exp(z[v])`` with ``A_j`` the allowed tokens after
@@ -31,7 +37,6 @@ from dreamgym.schema import ACTION_TEMPLATE
 
 __all__ = ["ACTION_TEMPLATE", "ActionGrammar", "ActionGrammarProcessor"]
 
-_END = -1  # trie key: a complete concrete action ends here (EOS follows)
 _ARG = -2  # trie key: a template argument starts here
 
 
@@ -43,12 +48,16 @@ class ActionGrammar:
         instruction: the task instruction (template arguments draw their tokens from it).
         available_actions: the state's admissible actions, concrete or ``name[<...>]`` templates.
         max_arg_tokens: a template argument is closed with ``]`` after this many tokens.
+        head: the text the reply starts with before the action (the chat template's ``reply_head``:
+            ``" "`` in the plain layout, ``""`` in ChatML).
+        end_ids: the tokens that end a reply, the last one a stop id (the chat template's
+            ``reply_end_ids``); None: the tokenizer's EOS.
 
     A state that lists no actions (e.g. a synthetic state the env could not read actions from) gets a
     *free* grammar: every token allowed, recorded as empty sets, i.e. scored unconstrained.
 
     Raises:
-        ValueError: if the tokenizer has no EOS token.
+        ValueError: if no ``end_ids`` are given and the tokenizer has no EOS token.
     """
 
     def __init__(
@@ -57,10 +66,15 @@ class ActionGrammar:
         instruction: str,
         available_actions: Sequence[str],
         max_arg_tokens: int = 40,
+        head: str = " ",
+        end_ids: Sequence[int] | None = None,
     ):
-        if tokenizer.eos_token_id is None:
-            raise ValueError("ActionGrammar needs a tokenizer with an EOS token (eos_token_id is None)")
-        self.eos = int(tokenizer.eos_token_id)
+        if not end_ids and tokenizer.eos_token_id is None:
+            raise ValueError(
+                "ActionGrammar needs end_ids or a tokenizer with an EOS token (eos_token_id is None)"
+            )
+        self.end = [int(t) for t in end_ids] if end_ids else [int(tokenizer.eos_token_id)]
+        self.eos = self.end[-1]  # the stop id that closes a reply
         self.max_arg_tokens = max_arg_tokens
         close = _encode(tokenizer, "]")
         self.close = close[-1]
@@ -70,13 +84,12 @@ class ActionGrammar:
         for action in available_actions:
             m = ACTION_TEMPLATE.match(action.strip())
             if m:
-                prefix = _encode(tokenizer, f" {m.group(1)}[")
+                prefix = _encode(tokenizer, f"{head}{m.group(1)}[")
                 self._insert(prefix)[_ARG] = {}
                 if not self.arg_tokens:
                     self.arg_tokens = self._arg_vocab(tokenizer, instruction)
             else:
-                node = self._insert(_encode(tokenizer, " " + action.strip()))
-                node[_END] = {}
+                self._insert(_encode(tokenizer, head + action.strip()) + self.end)
 
     # ------------------------------------------------------------------ build
     def _insert(self, ids: list[int]) -> dict:
@@ -87,7 +100,7 @@ class ActionGrammar:
 
     def _arg_vocab(self, tokenizer, instruction: str) -> list[int]:
         words = set(_encode(tokenizer, " " + instruction)) | set(_encode(tokenizer, instruction))
-        words -= {self.eos, self.close}
+        words -= {*self.end, self.close}
         if not words:
             raise ValueError(
                 f"the instruction {instruction!r} has no tokens to fill a template argument "
@@ -99,7 +112,7 @@ class ActionGrammar:
     def allowed(self, prefix: Sequence[int]) -> list[int] | None:
         """Token ids allowed after the response ``prefix`` (``None``: a free grammar, any token).
 
-        A prefix the grammar never produces (e.g. after EOS) allows only EOS.
+        A prefix the grammar never produces (e.g. after the end tokens) allows only the closing stop id.
         """
         if self.free:
             return None
@@ -112,14 +125,12 @@ class ActionGrammar:
             node = node[t]
         if _ARG in node:
             return self._arg_allowed([])
-        out = [t for t in node if t >= 0]
-        if _END in node:
-            out.append(self.eos)
-        return out or [self.eos]
+        return [t for t in node if t >= 0] or [self.eos]
 
     def _arg_allowed(self, arg: Sequence[int]) -> list[int]:
-        if self.close in arg:  # argument closed: the action is complete
-            return [self.eos]
+        if self.close in arg:  # argument closed: the action is complete, the end tokens follow
+            done = len(arg) - arg.index(self.close) - 1
+            return [self.end[done]] if done < len(self.end) else [self.eos]
         if len(arg) >= self.max_arg_tokens:
             return [self.close]
         return self.arg_tokens + ([self.close] if arg else [])

@@ -53,12 +53,14 @@ def save_experience_model(
     path: str | os.PathLike, model, tokenizer, fmt: ExperienceFormat, buffer: ReplayBuffer | None = None
 ) -> Path:
     """Write an experience-model directory (what :meth:`ExperienceModel.from_pretrained` loads): model +
-    tokenizer (``save_pretrained``), ``experience_format.json`` and, when given, the buffer. The model is
-    only read (training code exports without freezing it)."""
+    tokenizer (:func:`~dreamgym.modeling.factory.export_model`: LoRA adapters merged, so the folder is a
+    whole model and not an adapter that names its base's path), ``experience_format.json`` and, when
+    given, the buffer. The model is only read (training code exports without freezing it)."""
+    from dreamgym.modeling.factory import export_model
+
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    export_model(model, tokenizer, path)
     (path / FORMAT_FILE).write_text(json.dumps(fmt.to_dict(), indent=2))
     if buffer is not None:
         buffer.save(path / BUFFER_DIR)

@@ -94,8 +94,8 @@ class OutcomeGrammar(LogitsProcessor):
         self.pieces, self.marker_bans = tables["pieces"], tables["marker_bans"]
         self.number_lead, self.number_cont = tables["number_lead"], tables["number_cont"]
         self.lt_ids = tables["lt_ids"]
-        if not self.number_lead:
-            raise ValueError("OutcomeGrammar: the tokenizer has no ' <digit>' token to start the score with")
+        self.score_space = None if self.number_lead else self._lone_space_before_digits()
+        self.score_len = score_tokens + (self.score_space is not None)  # the lone space is one more token
         end_ids = self._enc(" <end>")
         self.end_first, self.end_rest = end_ids[0], end_ids[1:] + [self.eos]
         self.free_banned = [
@@ -108,7 +108,7 @@ class OutcomeGrammar(LogitsProcessor):
             + len(self._enc(" <done>"))
             + max(map(len, self.done_cands))
             + len(self._enc(" <score>"))
-            + score_tokens
+            + self.score_len
             + len(end_ids)
             + 2
         )
@@ -125,6 +125,18 @@ class OutcomeGrammar(LogitsProcessor):
 
     def _enc(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False)
+
+    def _lone_space_before_digits(self) -> int:
+        """The space token a score starts with in a vocabulary that splits digits from the space before
+        them (``" 0.5"`` is ``" ", "0", ".", "5"``: Llama 3, Qwen2, SmolLM2), which has no ``" <digit>"``
+        token; SFT trained the score that way, so it is forced before the digits."""
+        ids = self._enc(" 0")
+        if len(ids) == 2 and self.pieces.get(ids[0]) == " " and ids[1] in self.number_cont:
+            return ids[0]
+        raise ValueError(
+            "OutcomeGrammar: the tokenizer has no ' <digit>' token nor a lone ' ' token before a digit to "
+            f"start the score with (' 0' encodes as {ids})"
+        )
 
     def _start(self, batch: int) -> None:
         self.rows = [
@@ -256,12 +268,12 @@ class OutcomeGrammar(LogitsProcessor):
             row["score"] += 1
             if row["score"] == 1:
                 row["score_start"] = used
-                return self.number_lead
-            if row["score"] > self.score_tokens:
+                return self.number_lead or self.score_space
+            if row["score"] > self.score_len:
                 return self.end_first
             so_far = self.tok.decode(generated[row["score_start"] :].tolist(), skip_special_tokens=True)
             ok = [i for i, t in self.number_cont.items() if _SCORE.match(so_far + t)]
-            return [*ok, self.end_first]
+            return [*ok, self.end_first] if so_far.strip() else ok  # after a lone space: a digit
         return self.eos  # finished
 
 

@@ -198,7 +198,7 @@ class RolloutCollector:
     def _respond(self, model, codec: ChatCodec, episodes: list[Episode], greedy: bool):
         """Prompt ids, reply ids and grammars (None unconstrained) of one policy turn per episode."""
         prompts = [self._prompt_ids(codec, ep) for ep in episodes]
-        grammars = [self._grammar(codec.tokenizer, ep) for ep in episodes] if self.constrained else None
+        grammars = [self._grammar(codec, ep) for ep in episodes] if self.constrained else None
         return prompts, self._generate(model, codec, prompts, greedy, grammars), grammars
 
     def _actions(self, tokenizer, responses: list[list[int]]) -> list[str]:
@@ -209,10 +209,12 @@ class RolloutCollector:
         text = self.format.prompt(ep.instruction, ep.states[-1], ep.available[-1], history)
         return codec.prompt_ids(text, self.max_prompt_tokens)
 
-    def _grammar(self, tokenizer, ep: Episode) -> ActionGrammar:
+    def _grammar(self, codec: ChatCodec, ep: Episode) -> ActionGrammar:
+        """The state's action grammar, written as the chat template lays a reply out (as SFT trained it)."""
         return ActionGrammar(
-            tokenizer, ep.instruction, self.format.listed(ep.available[-1]), self.max_arg_tokens
-        )
+            codec.tokenizer, ep.instruction, self.format.listed(ep.available[-1]), self.max_arg_tokens,
+            head=codec.reply_head, end_ids=codec.reply_end_ids,
+        )  # fmt: skip
 
     def _generate(
         self,
