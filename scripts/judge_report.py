@@ -2,7 +2,7 @@
 
     python scripts/judge_report.py --judge artifacts/webshop/experience_model/judge \\
         --source warm_start=artifacts/webshop/policy_sft_test_episodes.jsonl \\
-        --generated benchmarks/results/fidelity_webshop.json \\
+        --generated benchmarks/results/fidelity_webshop.json --experience artifacts/webshop/experience_model_onpolicy \\
         --probe-train artifacts/webshop/judge_purchases_train.jsonl --out benchmarks/results/judge_webshop.json
 
 Sources, all on test-split tasks: the scripted ``non_oracle``, ``near_miss`` and ``expert`` collected
@@ -19,7 +19,14 @@ Per source, on every purchase (terminating step): ``tpr`` (= ``success_recall``)
 - ``probe`` (with ``--probe-train``): the cheap alternative, logistic regression on frozen MiniLM
   sentence embeddings ``[u, v, |u - v|, u * v]`` of the same text pair, fit on those train purchases;
 - ``generated``: the experience model's own reward, recomputed from a ``scripts/fidelity_report.py``
-  result (``--generated``: its ``n``, precision and recall on the same purchases), where it has the source.
+  result (``--generated``: its ``n``, precision and recall) where that result holds the same purchases
+  (same count and successes), else measured here with ``--experience`` (teacher-forced ``predict``, as the
+  synthetic env asks); ``generated_from`` says which.
+
+``--source NAME=a.jsonl,b.jsonl`` pools several files into one source (e.g. the test episodes of RL
+policies: the purchases a policy being trained makes). With every source asked the judge's inputs
+are its text pairs, nothing else, so the figures hold for ``SyntheticEnv(reward="judge")`` on every
+step the experience model ends (its done accuracy on purchases is in the fidelity report).
 
 ``pooled``: ``near_miss`` + ``non_oracle`` together; ``targets``: issue 38's acceptance checks.
 """
@@ -60,21 +67,34 @@ def _register_forced_kinds() -> None:
 
 
 def collect_sources(args) -> dict[str, list]:
-    """Held-out purchases (:func:`terminal_examples`, not deduplicated) per source."""
+    """Held-out episodes per source (``NAME=a.jsonl,b.jsonl`` pools files)."""
     _register_forced_kinds()
     names = list(args.scripted) + [f"near_miss_{k}" for k in args.kinds]
     out = {}
     for name in names:
         trajs = collect_trajectories("webshop", "test", 0, 0, mix={name: args.episodes}, seed=args.seed,
                                      teacher=False, batch_size=16)  # fmt: skip
-        out[name] = terminal_examples(trajs, dedupe=False)
+        out[name] = trajs
     for spec in args.source:
-        name, _, path = spec.partition("=")
-        trajs = list(read_trajectories(path))
-        if not path or any(t.split != "test" for t in trajs):
-            raise SystemExit(f"--source {spec!r}: expected NAME=episodes.jsonl of test-split episodes only")
-        out[name] = terminal_examples(trajs, dedupe=False)
+        name, _, paths = spec.partition("=")
+        trajs = [t for p in paths.split(",") if p for t in read_trajectories(p)]
+        if not paths or any(t.split != "test" for t in trajs):
+            raise SystemExit(
+                f"--source {spec!r}: expected NAME=episodes.jsonl[,more.jsonl] of test-split episodes only"
+            )
+        out[name] = trajs
     return out
+
+
+def experience_counts(experience, trajs: list) -> tuple[int, int, int, int]:
+    """``(tp, fp, tn, fn)`` of the experience model's own generated reward on the purchases of ``trajs``
+    (teacher-forced, the synthetic env's ``predict``; a parse failure counts as a predicted failure)."""
+    from dreamgym.fidelity import teacher_forced_queries
+    from dreamgym.schema import is_success
+
+    queries, asked = teacher_forced_queries(trajs, done_only=True)
+    preds = experience.predict(queries)
+    return _counts([p.ok and is_success(p.reward) for p in preds], [is_success(t.reward) for t in asked])
 
 
 def _counts(pred: list[bool], real: list[bool]) -> tuple[int, int, int, int]:
@@ -145,6 +165,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--source", action="append", default=[], help="NAME=episodes.jsonl (test split)")
     ap.add_argument("--generated", default=None, help="a scripts/fidelity_report.py result to set beside")
     ap.add_argument(
+        "--experience",
+        default=None,
+        help="an experience model whose generated reward is measured "
+        "here on the sources --generated lacks (or holds for other purchases)",
+    )
+    ap.add_argument("--experience-sources", nargs="*", default=None, help="only these sources get --experience "
+                    "(default: every source --generated lacks; generation costs about 0.5 s a purchase on a CPU)")  # fmt: skip
+    ap.add_argument(
         "--probe-train", nargs="*", default=[], help="train-split files to fit the embedding probe on"
     )
     ap.add_argument("--probe-examples", type=int, default=8000, help="train purchases the probe is fit on")
@@ -163,8 +191,14 @@ def main(argv: list[str] | None = None) -> dict:
         train = random.Random(0).sample(train, min(args.probe_examples, len(train)))
         probe = EmbeddingProbe().fit(train)
     generated = json.loads(Path(args.generated).read_text()) if args.generated else {}
+    experience = None
+    if args.experience:
+        from dreamgym.modeling.experience import ExperienceModel
+
+        experience = ExperienceModel.from_pretrained(args.experience, batch_size=16)
     rows, pooled = {}, {"generated": [0] * 4, "judge": [0] * 4, "probe": [0] * 4}
-    for name, examples in sources.items():
+    for name, trajs in sources.items():
+        examples = terminal_examples(trajs, dedupe=False)
         real = [e["label"] > 0.5 for e in examples]
         probs = judge.predict_proba([e["instruction"] for e in examples], [e["state"] for e in examples],
                                     [e["action"] for e in examples])  # fmt: skip
@@ -172,8 +206,14 @@ def main(argv: list[str] | None = None) -> dict:
         counts = {"judge": _counts([p >= judge.threshold for p in probs], real)}
         if probe is not None:
             counts["probe"] = _counts([p >= 0.5 for p in probe.predict_proba(examples)], real)
-        if name in generated:
+        same = name in generated and round(generated[name]["n"]) == len(real) and round(
+            generated[name]["real_success_rate"] * len(real)) == sum(real)  # fmt: skip
+        if same:  # the same purchases (scripted sources are collected with the same seed)
             counts["generated"] = generated_counts(generated[name], sum(real), len(real) - sum(real))
+            row["generated_from"] = args.generated
+        elif experience is not None and (args.experience_sources is None or name in args.experience_sources):
+            counts["generated"] = experience_counts(experience, trajs)
+            row["generated_from"] = args.experience
         for key, c in counts.items():
             row[key] = binary_metrics(*c)
             if name in ("near_miss", "non_oracle"):
@@ -193,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
         rows["pooled_near_miss_non_oracle"]["judge"]["balanced_acc"] >= 0.9
     )
     meta = {**result_meta("scripts/judge_report.py", argv), "judge": str(args.judge), "judge_settings": judge.settings(),
-            "generated_from": args.generated, "wall_s": round(time.time() - t0, 1)}  # fmt: skip
+            "generated_file": args.generated, "experience": args.experience, "wall_s": round(time.time() - t0, 1)}  # fmt: skip
     result = {"_meta": meta, **rows, "targets": targets}
     md = markdown(result)
     write_result(args.out, result, indent=2, markdown=md)
