@@ -211,3 +211,30 @@ def test_fit_trains_exports_and_the_export_loads(tmp_path, cpu_trainer_kwargs):
         ValueError, match=r"train_files: .* holds a 'test'-split episode .* collect them with `--split train`"
     ):
         TerminalStepDataModule([str(test)]).setup("fit")
+
+
+def test_a_bad_judge_setting_at_the_command_line_is_one_error_line(capsys):
+    from pathlib import Path
+
+    from dreamgym.cli import main
+    from dreamgym.errors import run_guarded
+
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "webshop_reward_judge.yaml")
+    rc = run_guarded(main, ["fit", "--config", config, "--model.init_args.judge.init_args.threshold=2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and "error: JudgeBackbone.threshold=2.0: must be in (0, 1)" in err[-2:], err[-2:]
+
+
+def test_from_checkpoint_loads_the_judge_and_checks_the_switch(tmp_path):
+    em = ScriptedExperience([])
+    em.save_pretrained(tmp_path / "plain")
+    with pytest.raises(ValueError, match="no reward judge"):
+        SyntheticEnv.from_checkpoint(tmp_path / "plain", tasks=[BUY_TASK], reward="judge", decoding="free")
+    em.judge = tiny_judge()
+    em.save_pretrained(tmp_path / "with_judge")
+    env = SyntheticEnv.from_checkpoint(
+        tmp_path / "with_judge", tasks=[BUY_TASK], reward="judge", decoding="free"
+    )
+    assert env.reward == "judge" and isinstance(env.experience.judge, RewardJudge)
+    with pytest.raises(ValueError, match=r"from_checkpoint\(reward=...\)='jduge' is not a reward mode"):
+        SyntheticEnv.from_checkpoint(tmp_path / "with_judge", tasks=[BUY_TASK], reward="jduge")
