@@ -238,3 +238,39 @@ def test_from_checkpoint_loads_the_judge_and_checks_the_switch(tmp_path):
     assert env.reward == "judge" and isinstance(env.experience.judge, RewardJudge)
     with pytest.raises(ValueError, match=r"from_checkpoint\(reward=...\)='jduge' is not a reward mode"):
         SyntheticEnv.from_checkpoint(tmp_path / "with_judge", tasks=[BUY_TASK], reward="jduge")
+
+
+def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_them(tmp_path):
+    from pathlib import Path
+
+    from dreamgym.pipeline import PipelineConfig, Prepared, judge_fit_args, judge_purchases_stage
+    from dreamgym.schema import read_trajectories
+
+    with pytest.raises(ValueError, match="judge_config='j.yaml' needs judge_episodes"):
+        PipelineConfig(out_dir=str(tmp_path), judge_config="j.yaml")
+    cfg = PipelineConfig(out_dir=str(tmp_path), judge_config="j.yaml", judge_episodes={"near_miss": 2, "expert": 1},
+                         judge_args=["--trainer.max_steps=5"])  # fmt: skip
+    out = judge_purchases_stage(cfg)
+    trajs = list(read_trajectories(out))
+    assert out == tmp_path / "judge_purchases_train.jsonl" and len(trajs) == 3
+    assert {t.split for t in trajs} == {"train"} and sorted(t.policy for t in trajs) == [
+        "expert",
+        "near_miss",
+        "near_miss",
+    ]
+    d = Path(tmp_path)
+    p = Prepared(
+        d / "train.jsonl",
+        d / "test.jsonl",
+        d / "tok",
+        d / "em",
+        d / "sft",
+        d / "roll.jsonl",
+        d / "em_on",
+        d / "w",
+    )
+    assert judge_fit_args(cfg, p, out) == [
+        f"--data.init_args.train_files=[{out},{d / 'train.jsonl'},{d / 'roll.jsonl'}]",
+        f"--data.init_args.val_files=[{d / 'test.jsonl'}]",
+        "--trainer.max_steps=5",
+    ]
