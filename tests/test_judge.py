@@ -94,7 +94,9 @@ def test_reward_switch_judge_decides_terminal_steps_and_the_text_agrees(p, rewar
     out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="judge"))
     assert out["reward"].item() == reward and out["done"].item() and em.judge.asked == ["click[buy now]"]
     reasoning = as_text_list(out["reasoning"])[0]
-    assert reasoning.startswith("Buying b01 ends the episode. Checks: price $12.00 <= $30.00 yes.")
+    # kept where the judge agrees with the generated verdict; overruled, the generated checks go too
+    kept = "Checks: price $12.00 <= $30.00 yes." if reward else ""
+    assert reasoning.startswith(f"Buying b01 ends the episode. {kept}".strip() + " The reward judge gives")
     assert reasoning.endswith(
         f"P(success) = {p:.2f}, so the score is {1.0 if reward else p:.2f} and the reward is {int(reward)}."
     )

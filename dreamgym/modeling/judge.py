@@ -304,8 +304,9 @@ def judged_outcome(pred: ParsedOutcome, p_success: float, threshold: float = 0.5
     The reward is ``1`` iff ``p_success >= threshold``; the score is ``1.0`` for a success, else the
     generated score when it is below 1 (a partial match), else ``p_success``. The reasoning's own verdict
     (the teacher's "N/M checks pass, so the score is S and the reward is R.") is replaced by the judge's
-    sentence, and a ``[score]`` line of the next state (WebShop's done page) is rewritten, so that the
-    text never contradicts the reward.
+    sentence; where the judge overrules the generated reward, the generated checks that led to the other
+    verdict (from ``Checks:`` on) go too. A ``[score]`` line of the next state (WebShop's done page) is
+    rewritten. So the text never contradicts the reward.
     """
     success = p_success >= threshold
     score = 1.0 if success else (pred.score if pred.score < 1.0 else float(p_success))
@@ -313,7 +314,10 @@ def judged_outcome(pred: ParsedOutcome, p_success: float, threshold: float = 0.5
         f"The reward judge gives P(success) = {p_success:.2f}, so the score is {score:.2f} and the reward "
         f"is {int(success)}."
     )
-    kept = _VERDICT.sub("", pred.reasoning).rstrip(" ;,")
+    kept = pred.reasoning
+    if success != (pred.reward >= 1.0):  # overruled: the generated checks argue for the other verdict
+        kept = kept.split("Checks:", 1)[0] if "Checks:" in kept else kept
+    kept = _VERDICT.sub("", kept).rstrip(" ;,")
     if kept and not kept.endswith("."):
         kept += "."
     reasoning = f"{kept} {verdict}".strip()
