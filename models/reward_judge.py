@@ -19,6 +19,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
+import dreamgym.envs  # noqa: F401  (registers the judge's page views)
 from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.fidelity import binary_metrics
 from dreamgym.modeling.judge import JudgeBackbone

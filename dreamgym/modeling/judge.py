@@ -33,14 +33,14 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from dreamgym.modeling.formats import ParsedOutcome, clean_state
+from dreamgym.modeling.formats import ParsedOutcome
 
 __all__ = [
     "JUDGE_DIR",
@@ -49,7 +49,8 @@ __all__ = [
     "RewardJudge",
     "JudgeBackbone",
     "judge_inputs",
-    "webshop_page_summary",
+    "PAGE_VIEWS",
+    "register_page_view",
     "judged_outcome",
     "check_reward_mode",
 ]
@@ -61,7 +62,6 @@ JUDGE_FILE = "judge.json"
 REWARD_MODES = ("generated", "judge")
 """Where the synthetic env's terminal reward comes from: the experience model's own text, or the judge."""
 
-_MAX_TEXT = 240  # characters kept of the features and of the description
 
 
 def check_reward_mode(reward: str, field: str = "reward") -> str:
@@ -71,51 +71,30 @@ def check_reward_mode(reward: str, field: str = "reward") -> str:
     return reward
 
 
-def webshop_page_summary(instruction: str, state: str) -> str:
-    """The judge's view of a WebShop page bought from: its product facts and chosen options, one line.
+PAGE_VIEWS: dict[str, Callable[[str, str], str]] = {}
+"""Per env, the judge's one-line view of a state bought from (``view(instruction, state)``); an env package
+registers its own (:func:`register_page_view`: WebShop's in ``dreamgym.envs.webshop``), since the modeling
+layer does not import envs. Envs without one: the state on one line."""
 
-    Example: ``"title: coastline road walking shoes | price: $30.09, within the cap of $120.00 |
-    category: ... | attributes: non slip ; memory foam | color: navy blue | size: none selected"``.
-    """
-    from dreamgym.envs.webshop.checks import page_facts, price_cap
 
-    f = page_facts(state)
-    cap = price_cap(instruction)
-    parts = [f"title: {f.title}"]
-    if f.price is not None:
-        price = f"${f.price:.2f}"
-    elif f.price_range is not None:
-        price = f"${f.price_range[0]:.2f} to ${f.price_range[1]:.2f}"
-    else:
-        price = "not shown"
-    if cap is None:
-        parts.append(f"price: {price}, no cap")
-    elif f.price is None and f.price_range is None:
-        parts.append(f"price: not shown, cap ${cap:.2f}")
-    else:
-        top = f.price if f.price is not None else f.price_range[1]  # type: ignore[index]
-        parts.append(f"price: {price}, {'within' if top <= cap else 'over'} the cap of ${cap:.2f}")
-    if f.category:
-        parts.append(f"category: {f.category}")
-    if f.attributes:
-        parts.append("attributes: " + " ; ".join(f.attributes))
-    if f.bullets:
-        parts.append("features: " + " ; ".join(f.bullets)[:_MAX_TEXT])
-    if f.description:
-        parts.append("description: " + f.description[:_MAX_TEXT])
-    for line in clean_state(state).splitlines():  # every option group, chosen or not
-        if line.startswith("[option "):
-            group = line[len("[option ") :].split("]", 1)[0]
-            parts.append(f"{group}: {f.selected.get(group, 'none selected')}")
-    return " | ".join(parts)
+def register_page_view(env: str, view: Callable[[str, str], str]) -> None:
+    """Make ``view(instruction, state)`` the judge's input for ``env``'s states."""
+    PAGE_VIEWS[env] = view
 
 
 def judge_inputs(instruction: str, state: str, action: str, env: str = "webshop") -> tuple[str, str]:
     """The judge's text pair ``(text_a, text_b)`` for taking ``action`` in ``state`` under ``instruction``.
 
-    WebShop: the page summary of :func:`webshop_page_summary`; other envs: the state on one line.
+    The state goes through ``env``'s registered page view (:data:`PAGE_VIEWS`; WebShop: its product facts
+    and chosen options), else it is put on one line.
     """
-    page = webshop_page_summary(instruction, state) if env == "webshop" else " ".join(state.split())
+    if env == "webshop" and env not in PAGE_VIEWS:  # a bundled env's view must not silently go missing
+        raise RuntimeError(
+            "the judge's WebShop page view is not registered: `import dreamgym.envs.webshop` first "
+            "(the env package registers it; the modeling layer does not import envs)"
+        )
+    view = PAGE_VIEWS.get(env)
+    page = view(instruction, state) if view is not None else " ".join(state.split())
     return " ".join(instruction.split()), f"{page} | action: {' '.join(action.split())}"
 
 
