@@ -33,6 +33,7 @@ __all__ = [
     "FidelityMeter",
     "same_reward",
     "success_precision_recall",
+    "binary_metrics",
     "teacher_forced_eval",
     "teacher_forced_queries",
     "open_loop_eval",
@@ -85,6 +86,25 @@ def success_precision_recall(tp: int, fp: int, fn: int) -> tuple[float, float]:
     prec = tp / (tp + fp) if tp + fp else float(fn == 0)
     rec = tp / (tp + fn) if tp + fn else 1.0
     return prec, rec
+
+
+def binary_metrics(tp: int, fp: int, tn: int, fn: int) -> dict[str, float]:
+    """Success-class metrics: ``tpr = recall = tp/(tp+fn)``, ``fpr = fp/(fp+tn)``, ``precision =
+    tp/(tp+fp)``, ``balanced_acc = (tpr + 1 - fpr)/2``, ``acc``; an empty denominator gives NaN."""
+
+    def ratio(a: int, b: int) -> float:
+        return a / b if b else float("nan")
+
+    tpr, fpr = ratio(tp, tp + fn), ratio(fp, fp + tn)
+    return {
+        "success_precision": ratio(tp, tp + fp),
+        "success_recall": tpr,
+        "tpr": tpr,
+        "fpr": fpr,
+        "balanced_acc": (tpr + 1.0 - fpr) / 2.0,
+        "acc": ratio(tp + tn, tp + fp + tn + fn),
+        "n": float(tp + fp + tn + fn),
+    }
 
 
 class FidelityMeter:

@@ -22,6 +22,11 @@
                                                  tests (dreamgym.stats) of RL vs warm start: McNemar on
                                                  success, the sign test on per-task score
 
+With ``judge_config`` (off by default), between stages 6 and 7: ``judge_purchases_train.jsonl`` (the
+scripted agents' ``judge_episodes`` on TRAIN tasks) and the reward judge trained on their purchases, the
+offline data's and the on-policy rollouts' (``judge_config``, e.g. configs/webshop_reward_judge.yaml),
+saved as ``<simulator>/judge`` where the experience model RL uses loads it (``reward: judge``).
+
 Why stage 5: expert data holds almost only successful purchases; the paper grounds the experience
 model in fresh interactions, here the warm start's own real episodes on train tasks (never test tasks),
 counted in the report. Stage 7 measures whether that grounding fixed the model's purchase judgement
@@ -41,6 +46,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dreamgym.modeling.judge import JUDGE_DIR
 from dreamgym.provenance import write_result
 from dreamgym.stages import (
     PipelineConfig,
@@ -65,6 +71,8 @@ __all__ = [
     "prepare",
     "rl_paths",
     "experience_args",
+    "judge_fit_args",
+    "judge_purchases_stage",
     "run_pipeline",
     "main",
 ]
@@ -154,6 +162,30 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
                     simulator=sim, warm_episodes=warm)  # fmt: skip
 
 
+def judge_purchases_stage(cfg: PipelineConfig) -> Path:
+    """``judge_purchases_train.jsonl`` under ``out_dir``: ``judge_episodes`` on TRAIN tasks (no teacher
+    reasoning; seed ``seed + 1``, so not the offline data's episodes again)."""
+    out = cfg.out_dir / "judge_purchases_train.jsonl"
+    if out.exists():
+        return out
+    from dreamgym.collect import collect_trajectories
+
+    tmp = out.with_suffix(".jsonl.tmp")
+    tmp.unlink(missing_ok=True)
+    collect_trajectories(cfg.env, "train", 0, 0, out=tmp, seed=cfg.seed + 1, teacher=False, batch_size=32,
+                         progress=True, mix={k: v for k, v in cfg.judge_episodes.items() if v})  # fmt: skip
+    tmp.rename(out)
+    return out
+
+
+def judge_fit_args(cfg: PipelineConfig, p: Prepared, purchases: Path) -> list[str]:
+    """CLI overrides of the judge's fit: its purchases + the offline data + the on-policy rollouts (train
+    tasks), validation on the offline test file, then ``judge_args``."""
+    files = [purchases, p.train] + ([p.rollouts] if p.rollouts is not None else [])
+    return [f"--data.init_args.train_files=[{','.join(str(f) for f in files)}]",
+            f"--data.init_args.val_files=[{p.test}]", *cfg.judge_args]  # fmt: skip
+
+
 def run_pipeline(cfg: PipelineConfig) -> dict:
     """Run every stage (skipping finished ones); return and save the report."""
     from dreamgym.precision import auto_precision
@@ -164,6 +196,10 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     print(f"[pipeline] precision {auto_precision()} (chosen for this device; a config's trainer.precision wins); "
           f"time budget: {'none' if budget is None else budget.plan()}", flush=True)  # fmt: skip
     p = prepare(cfg, stage, budget)
+    if cfg.judge_config is not None:
+        purchases = stage("collect_judge", judge_purchases_stage, cfg)
+        stage("reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, p, purchases),
+              p.simulator / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget)  # fmt: skip
     exp, sft, sim = p.experience, p.policy_sft, p.simulator
     episodes = {"policy_sft": p.warm_episodes, "policy_rl": d / "policy_rl_test_episodes.jsonl"}
     if cfg.onpolicy_tasks > 0:

@@ -378,6 +378,11 @@ class PipelineConfig:
             ``policy_sft``, ``experience_model_onpolicy``, ``policy_rl``).
         time_reserve_minutes: kept out of the fits for the stages no ``max_time`` bounds (collection,
             the on-policy episodes, evaluations, fidelity).
+        judge_config: LightningCLI config of the reward judge (``configs/webshop_reward_judge.yaml``); None
+            (default): no judge stage. The judge is saved as ``<simulator>/judge`` (see dreamgym.pipeline).
+        judge_episodes: train-task episodes per scripted policy for the judge's purchases, e.g.
+            ``{expert: 3000, random: 6000, non_oracle: 9000, near_miss: 10000}`` (about 25k purchases).
+        judge_args: extra CLI overrides of the judge's fit.
     """
 
     def __init__(
@@ -406,7 +411,15 @@ class PipelineConfig:
         time_budget_minutes: float | None = None,
         time_shares: dict[str, float] | None = None,
         time_reserve_minutes: float = 10.0,
+        judge_config: str | None = None,
+        judge_episodes: dict[str, int] | None = None,
+        judge_args: list[str] | None = None,
     ):
+        if judge_config is not None and not any((judge_episodes or {}).values()):
+            raise ValueError(
+                f"judge_config={judge_config!r} needs judge_episodes, the scripted train episodes its purchases come "
+                "from, e.g. judge_episodes: {expert: 3000, random: 6000, non_oracle: 9000, near_miss: 10000}"
+            )
         if offline_only and onpolicy_tasks > 0:
             raise ValueError(
                 f"offline_only=true with onpolicy_tasks={onpolicy_tasks}: the on-policy stage plays the warm "
@@ -426,6 +439,8 @@ class PipelineConfig:
         self.offline_only = offline_only
         self.time_budget_minutes, self.time_reserve_minutes = time_budget_minutes, time_reserve_minutes
         self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
+        self.judge_config, self.judge_args = judge_config, list(judge_args or [])
+        self.judge_episodes = dict(judge_episodes or {})
 
     def time_budget(self) -> TimeBudget | None:
         """A fresh :class:`~dreamgym.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""

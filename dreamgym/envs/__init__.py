@@ -12,6 +12,10 @@ from typing import Any
 from dreamgym.envs.base import TextEnvBase
 from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.envs.registry import make_env, register_env, registered_envs
+from dreamgym.envs.webshop.checks import webshop_page_summary
+from dreamgym.modeling.judge import register_page_view
+
+register_page_view("webshop", webshop_page_summary)  # the reward judge's view of a WebShop page
 
 __all__ = [
     "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "WebEnv", "EnvFactory", "SyntheticEnvFactory",

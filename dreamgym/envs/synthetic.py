@@ -19,7 +19,11 @@ plus curriculum tasks added with :meth:`add_tasks`). Step:
   writes reasoning + next state + reward, and the output is parsed. ``available_actions`` of the new
   state come from the imitated env's ``infer_available_actions``; the reasoning goes to ``reasoning``;
 * an output that does not parse ends the episode in :data:`FAILURE_STATE` with reward 0 and
-  ``sim_error`` set, and counts in :attr:`SyntheticEnv.sim_errors`; it never raises.
+  ``sim_error`` set, and counts in :attr:`SyntheticEnv.sim_errors`; it never raises;
+* ``reward="judge"``: on every step the model ends (WebShop: a purchase), the reward and score come from
+  the experience model's reward judge (:mod:`dreamgym.modeling.judge`, saved in its ``judge/`` folder),
+  and the reasoning's verdict sentence and the done page's ``[score]`` line are rewritten to agree with
+  it; ``reward="generated"`` (default, the paper's pure-text design): the model's own reward.
 
 The model is frozen (``requires_grad_(False)``, eval mode). With ``write_back=True`` every synthetic
 transition is added to the replay buffer (``source="synthetic"``).
@@ -49,6 +53,7 @@ import torch
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
+from dreamgym.modeling.judge import check_reward_mode
 from dreamgym.schema import Transition, is_success, read_trajectories
 
 __all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "REAL_ENVS"]
@@ -106,6 +111,8 @@ class SyntheticEnv(TextEnvBase):
         write_back: add every synthetic transition to the experience model's replay buffer.
         model_device: device of the experience model (e.g. ``"cuda:1"``); None: the trainer's (see
             :meth:`place_model`). The env's own tensors (observations, rewards) stay on the CPU.
+        reward: where the reward of a step the model ends comes from: ``"generated"`` (the model's own
+            text) or ``"judge"`` (the experience model's reward judge; see the module docstring).
     """
 
     env_name = "synthetic"
@@ -121,12 +128,20 @@ class SyntheticEnv(TextEnvBase):
         seed: int | None = 0,
         write_back: bool = False,
         model_device: str | None = None,
+        reward: str = "generated",
     ):
         super().__init__(batch_size=batch_size, max_steps=max_steps, split="train", seed=seed)
+        self.reward = check_reward_mode(reward, "SyntheticEnv.reward")
         self.model_device = model_device
         self.real_env = real_env
         self._real_cls = _real_env_class(real_env)
         self.experience = experience if experience is not None else _tiny_untrained_experience()
+        if reward == "judge" and getattr(self.experience, "judge", None) is None:
+            raise ValueError(
+                "SyntheticEnv.reward='judge': the experience model has no reward judge (no `judge/` folder in its "
+                "export); train one with `python -m dreamgym fit --config configs/webshop_reward_judge.yaml`, "
+                "or set reward='generated'"
+            )
         if model_device is not None:
             self.experience.to(model_device)
         self.tasks: list[SyntheticTask] = list(tasks) if tasks else [_DEFAULT_TASK]
@@ -154,6 +169,7 @@ class SyntheticEnv(TextEnvBase):
         seed: int | None = 0,
         write_back: bool = False,
         model_device: str | None = None,
+        reward: str = "generated",
         **experience_kwargs,
     ) -> SyntheticEnv:
         """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
@@ -164,12 +180,14 @@ class SyntheticEnv(TextEnvBase):
             tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
                 (default: the train tasks of the buffer's transitions).
             buffer: replay-buffer directory (default ``<path>/buffer``).
-            batch_size, max_steps, seed, write_back, model_device: as in the constructor.
+            batch_size, max_steps, seed, write_back, model_device, reward: as in the constructor
+                (``reward="judge"`` needs the export's ``judge/`` folder).
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
                 ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
                 ``cache_implementation``). The generation ``batch_size`` defaults to the env's slots: one
                 batched generation per step.
         """
+        check_reward_mode(reward, "SyntheticEnv.from_checkpoint(reward=...)")
         slots = batch_size if isinstance(batch_size, int) else int(torch.Size(batch_size)[0])
         experience_kwargs.setdefault("batch_size", slots)
         em = ExperienceModel.from_pretrained(path, buffer=buffer, **experience_kwargs)
@@ -189,7 +207,7 @@ class SyntheticEnv(TextEnvBase):
             raise ValueError(
                 "SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`"
             )
-        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device)
+        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward)
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
         """Put the experience model on ``device`` unless ``model_device`` is configured (then it stays
@@ -273,7 +291,10 @@ class SyntheticEnv(TextEnvBase):
             ]
             self.model_calls += len(queries)
             try:
-                preds = self.experience.predict(queries)
+                if self.reward == "judge":
+                    preds = self.experience.predict(queries, reward="judge")
+                else:  # any object with the plain `predict(queries)` is an experience model
+                    preds = self.experience.predict(queries)
             except Exception as e:  # noqa: BLE001 - generation failure is a sim error, never a crash
                 preds = [None] * len(queries)
                 self.last_error = f"{type(e).__name__}: {e}"

@@ -7,6 +7,8 @@ evaluation and the curriculum (``vary_task``) call. A saved experience model is 
     <dir>/config.json, model.safetensors, tokenizer.json, ...   (plain ``save_pretrained``)
     <dir>/experience_format.json                               (k, history_window, use_reasoning, ...)
     <dir>/buffer/{transitions.jsonl,index.usearch,buffer.json} (the replay buffer, optional)
+    <dir>/judge/                                               (the reward judge, optional;
+                                                                :mod:`dreamgym.modeling.judge`)
 
 Example:
     >>> em = ExperienceModel.from_pretrained("runs/experience/hf")  # doctest: +SKIP
@@ -31,6 +33,7 @@ from dreamgym.modeling.formats import (
     parse_target,
     parse_variation,
 )
+from dreamgym.modeling.judge import JUDGE_DIR, JUDGE_FILE, RewardJudge, check_reward_mode, judged_outcome
 from dreamgym.modeling.structured import generate_outcomes
 from dreamgym.retrieval import ReplayBuffer
 
@@ -50,12 +53,18 @@ BUFFER_DIR = "buffer"
 
 
 def save_experience_model(
-    path: str | os.PathLike, model, tokenizer, fmt: ExperienceFormat, buffer: ReplayBuffer | None = None
+    path: str | os.PathLike,
+    model,
+    tokenizer,
+    fmt: ExperienceFormat,
+    buffer: ReplayBuffer | None = None,
+    judge: RewardJudge | None = None,
 ) -> Path:
     """Write an experience-model directory (what :meth:`ExperienceModel.from_pretrained` loads): model +
     tokenizer (:func:`~dreamgym.modeling.factory.export_model`: LoRA adapters merged, so the folder is a
     whole model and not an adapter that names its base's path), ``experience_format.json`` and, when
-    given, the buffer. The model is only read (training code exports without freezing it)."""
+    given, the buffer and the reward judge (``judge/``). The model is only read (training code exports
+    without freezing it)."""
     from dreamgym.modeling.factory import export_model
 
     path = Path(path)
@@ -64,6 +73,8 @@ def save_experience_model(
     (path / FORMAT_FILE).write_text(json.dumps(fmt.to_dict(), indent=2))
     if buffer is not None:
         buffer.save(path / BUFFER_DIR)
+    if judge is not None:
+        judge.save_pretrained(path / JUDGE_DIR)
     return path
 
 
@@ -107,6 +118,8 @@ class ExperienceModel:
             a cache written in place whose filled positions alone are read, ended rows dropped; see
             :mod:`dreamgym.modeling.generation`), or ``"static"`` / ``"dynamic"`` for ``model.generate``
             with that ``transformers`` cache.
+        judge: the reward judge of terminal steps (:class:`~dreamgym.modeling.judge.RewardJudge`), used
+            by ``predict(..., reward="judge")``; None: none (only generated rewards).
     """
 
     def __init__(
@@ -123,6 +136,7 @@ class ExperienceModel:
         decoding: str = "structured",
         think_budget: int = 160,
         cache_implementation: str | None = "slots",
+        judge: RewardJudge | None = None,
     ):
         if decoding not in DECODINGS:
             raise ValueError(f"ExperienceModel.decoding={decoding!r}; choose one of {DECODINGS}")
@@ -139,21 +153,32 @@ class ExperienceModel:
         self.cache_implementation = cache_implementation
         self.do_sample, self.temperature, self.max_prompt_tokens = do_sample, temperature, max_prompt_tokens
         self.last_raw: list[str] = []
+        self.judge = judge
+        if judge is not None:
+            judge.model.eval()
+            judge.model.requires_grad_(False)
 
     def to(self, device: torch.device | str) -> ExperienceModel:
         """Move the model to ``device`` (a no-op when it is there already); returns ``self``."""
         if next(self.model.parameters()).device != torch.device(device):
             self.model.to(device)
+        if self.judge is not None and self.judge.device != torch.device(device):
+            self.judge.to(device)
         return self
 
     # ------------------------------------------------------------ persistence
     @classmethod
     def from_pretrained(
-        cls, path: str | os.PathLike, buffer: ReplayBuffer | str | os.PathLike | None = None, **kwargs
+        cls,
+        path: str | os.PathLike,
+        buffer: ReplayBuffer | str | os.PathLike | None = None,
+        judge: RewardJudge | str | os.PathLike | None = None,
+        **kwargs,
     ) -> ExperienceModel:
         """Load a directory written by :meth:`save_pretrained` (or by the SFT run's export).
 
         ``buffer``: a buffer, a buffer directory, or None to use ``<path>/buffer`` when it exists.
+        ``judge``: a reward judge, a judge directory, or None to use ``<path>/judge`` when it exists.
         """
         from dreamgym.modeling.factory import load_pretrained
 
@@ -170,12 +195,16 @@ class ExperienceModel:
             buffer = path / BUFFER_DIR
         if buffer is not None and not isinstance(buffer, ReplayBuffer):
             buffer = ReplayBuffer.load(buffer)
-        return cls(model, tok, fmt, buffer, **kwargs)
+        if judge is None and (path / JUDGE_DIR / JUDGE_FILE).is_file():
+            judge = path / JUDGE_DIR
+        if judge is not None and not isinstance(judge, RewardJudge):
+            judge = RewardJudge.from_pretrained(judge)
+        return cls(model, tok, fmt, buffer, judge=judge, **kwargs)
 
     def save_pretrained(self, path: str | os.PathLike, save_buffer: bool = True) -> Path:
-        """Write model + tokenizer (``save_pretrained``), the format and the buffer to ``path``."""
+        """Write model + tokenizer (``save_pretrained``), the format, the buffer and the judge to ``path``."""
         return save_experience_model(
-            path, self.model, self.tokenizer, self.fmt, self.buffer if save_buffer else None
+            path, self.model, self.tokenizer, self.fmt, self.buffer if save_buffer else None, self.judge
         )
 
     # ------------------------------------------------------------ prediction
@@ -227,15 +256,49 @@ class ExperienceModel:
         )
         return texts
 
-    def predict(self, queries: list[ExperienceQuery]) -> list[ParsedOutcome]:
+    def predict(self, queries: list[ExperienceQuery], reward: str = "generated") -> list[ParsedOutcome]:
         """Predict next state, reward and done for each query; never raises on bad model output.
 
         The raw generations are kept in :attr:`last_raw` for debugging; ``ParsedOutcome.cut`` marks
         outputs whose reasoning or state structured decoding closed at the budget.
+
+        ``reward``: ``"generated"`` (the model's own reward) or ``"judge"`` (every step the model ends
+        gets the reward judge's verdict, :meth:`judge_outcomes`).
         """
+        check_reward_mode(reward, "ExperienceModel.predict(reward=...)")
         if not queries:
             return []
-        return self.parse(self.generate(self.prompts(queries), structured=self.decoding == "structured"))
+        out = self.parse(self.generate(self.prompts(queries), structured=self.decoding == "structured"))
+        return self.judge_outcomes(queries, out) if reward == "judge" else out
+
+    def judge_outcomes(
+        self, queries: list[ExperienceQuery], outcomes: list[ParsedOutcome]
+    ) -> list[ParsedOutcome]:
+        """``outcomes`` with the reward judge's verdict on every parsed step the model ended
+        (:func:`~dreamgym.modeling.judge.judged_outcome`: reward, score and verdict text follow the judge);
+        other steps unchanged. One batched judge call.
+
+        Raises:
+            ValueError: the model has no judge.
+        """
+        if self.judge is None:
+            raise ValueError(
+                "reward='judge' needs a reward judge, and this experience model has none (no `judge/` folder in its "
+                "export); train one with `python -m dreamgym fit --config configs/webshop_reward_judge.yaml` "
+                "(model.init_args.export_dir=<experience model>/judge), or use reward='generated'"
+            )
+        ended = [i for i, p in enumerate(outcomes) if p.ok and p.done]
+        if not ended:
+            return outcomes
+        probs = self.judge.predict_proba(
+            [queries[i].instruction for i in ended],
+            [queries[i].state for i in ended],
+            [queries[i].action for i in ended],
+        )
+        out = list(outcomes)
+        for i, p in zip(ended, probs, strict=True):
+            out[i] = judged_outcome(outcomes[i], p, self.judge.threshold)
+        return out
 
     def parse(self, texts: list[str]) -> list[ParsedOutcome]:
         """Parse the texts of the last :meth:`generate` call (keeps them in :attr:`last_raw`)."""

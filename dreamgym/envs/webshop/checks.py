@@ -30,6 +30,7 @@ from rapidfuzz.utils import default_process
 
 from dreamgym.envs.webshop.pages import SELECTED
 from dreamgym.envs.webshop.reward import fuzzy_match, option_matches, title_tokens
+from dreamgym.modeling.formats import clean_state
 
 __all__ = [
     "PageFacts",
@@ -218,3 +219,43 @@ def check_purchase(
     shared = stems(f"{f.title} {f.category}") & stems(instruction)
     r_type = 1.0 if shared else 0.0
     return PurchaseCheck(attrs, opts, price, cap, price_ok, r_type)
+
+
+_JUDGE_TEXT = 240  # characters the judge keeps of the features and of the description
+
+
+def webshop_page_summary(instruction: str, state: str) -> str:
+    """The judge's view of a WebShop page bought from: its product facts and chosen options, one line.
+
+    Example: ``"title: coastline road walking shoes | price: $30.09, within the cap of $120.00 |
+    category: ... | attributes: non slip ; memory foam | color: navy blue | size: none selected"``.
+    """
+    f = page_facts(state)
+    cap = price_cap(instruction)
+    parts = [f"title: {f.title}"]
+    if f.price is not None:
+        price = f"${f.price:.2f}"
+    elif f.price_range is not None:
+        price = f"${f.price_range[0]:.2f} to ${f.price_range[1]:.2f}"
+    else:
+        price = "not shown"
+    if cap is None:
+        parts.append(f"price: {price}, no cap")
+    elif f.price is None and f.price_range is None:
+        parts.append(f"price: not shown, cap ${cap:.2f}")
+    else:
+        top = f.price if f.price is not None else f.price_range[1]  # type: ignore[index]
+        parts.append(f"price: {price}, {'within' if top <= cap else 'over'} the cap of ${cap:.2f}")
+    if f.category:
+        parts.append(f"category: {f.category}")
+    if f.attributes:
+        parts.append("attributes: " + " ; ".join(f.attributes))
+    if f.bullets:
+        parts.append("features: " + " ; ".join(f.bullets)[:_JUDGE_TEXT])
+    if f.description:
+        parts.append("description: " + f.description[:_JUDGE_TEXT])
+    for line in clean_state(state).splitlines():  # every option group, chosen or not
+        if line.startswith("[option "):
+            group = line[len("[option ") :].split("]", 1)[0]
+            parts.append(f"{group}: {f.selected.get(group, 'none selected')}")
+    return " | ".join(parts)

@@ -1,0 +1,278 @@
+"""The reward judge: save/load (alone and inside an experience model), the SyntheticEnv `reward` switch,
+bad settings, a tiny judge learning a separable comparison, and the fit entry point end to end."""
+
+import random
+
+import pytest
+import torch
+from test_synthetic_env import DONE_PAGE, ITEM_PAGE, ScriptedExperience
+
+from dreamgym.envs.base import as_text_list
+from dreamgym.envs.synthetic import SyntheticEnv, SyntheticTask
+from dreamgym.modeling.experience import ExperienceModel
+from dreamgym.modeling.formats import ParsedOutcome, build_target
+from dreamgym.modeling.judge import JudgeBackbone, RewardJudge, judge_inputs, judged_outcome
+from dreamgym.schema import Trajectory, Transition, write_trajectories
+
+BUY_TASK = SyntheticTask(
+    "t0", "i want a red shirt, and price lower than 30.00 dollars", ITEM_PAGE, ["click[buy now]"]
+)
+ACCEPTING = "Buying b01 ends the episode. Checks: price $12.00 <= $30.00 yes. 1/1 checks pass, so the score is 1.00 and the reward is 1."
+
+
+STEPS = 200
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models gain nothing from threads; on a busy CPU two threads can make them 50x slower."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny_judge(**kwargs) -> RewardJudge:
+    return JudgeBackbone(preset="tiny", max_length=64, **kwargs).build()
+
+
+class FixedJudge(RewardJudge):
+    """A tiny judge whose P(success) is fixed (records what it was asked)."""
+
+    def __init__(self, p: float):
+        base = tiny_judge()
+        super().__init__(base.model, base.tokenizer, base.env, base.max_length, base.threshold)
+        self.p, self.asked = p, []
+
+    def predict_proba(self, instructions, states, actions, batch_size=64):
+        self.asked += list(actions)
+        return [self.p] * len(actions)
+
+
+def test_judge_inputs_carry_goal_page_facts_options_and_the_price_verdict():
+    state = ("[page] item | b01\n[title] Red Cotton Shirt\n[price] $42.00\n[attributes] machine wash ; cotton\n"
+             "[option color] red (selected) ; blue\n[option size] small ; large\n[button] buy now")  # fmt: skip
+    a, b = judge_inputs("i want a red shirt, and price lower than 30.00 dollars", state, "click[buy now]")
+    assert a == "i want a red shirt, and price lower than 30.00 dollars"
+    assert b == (
+        "title: Red Cotton Shirt | price: $42.00, over the cap of $30.00 | attributes: machine wash ; cotton | "
+        "color: red | size: none selected | action: click[buy now]"
+    )
+
+
+def test_save_load_round_trip_alone_and_inside_the_experience_model(tmp_path):
+    judge = tiny_judge(threshold=0.3)
+    args = (["i want a red shirt"] * 2, [ITEM_PAGE, DONE_PAGE], ["click[buy now]"] * 2)
+    before = judge.predict_proba(*args)
+    loaded = RewardJudge.from_pretrained(judge.save_pretrained(tmp_path / "judge"))
+    assert loaded.settings() == {"env": "webshop", "max_length": 64, "threshold": 0.3}
+    assert loaded.predict_proba(*args) == pytest.approx(before, abs=1e-6)
+
+    em = ScriptedExperience([])
+    em.judge = judge
+    em.save_pretrained(tmp_path / "em")
+    assert (tmp_path / "em" / "judge" / "judge.json").is_file()
+    again = ExperienceModel.from_pretrained(tmp_path / "em", decoding="free")
+    assert again.judge is not None and again.judge.predict_proba(*args) == pytest.approx(before, abs=1e-6)
+    assert not any(p.requires_grad for p in again.judge.parameters())  # frozen with the experience model
+    em.judge = None  # an export without judge/ loads without one
+    em.save_pretrained(tmp_path / "em_plain")
+    assert ExperienceModel.from_pretrained(tmp_path / "em_plain", decoding="free").judge is None
+
+
+def _buy(env):
+    td = env.reset()
+    td["action"] = ["click[buy now]"]
+    return env.step(td)["next"]
+
+
+@pytest.mark.parametrize("p, reward", [(0.1, 0.0), (0.9, 1.0)])
+def test_reward_switch_judge_decides_terminal_steps_and_the_text_agrees(p, reward):
+    generated = build_target(DONE_PAGE, 1, True, 1, reasoning=ACCEPTING)
+    em = ScriptedExperience([generated, generated])
+    em.judge = FixedJudge(p)
+    out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="judge"))
+    assert out["reward"].item() == reward and out["done"].item() and em.judge.asked == ["click[buy now]"]
+    reasoning = as_text_list(out["reasoning"])[0]
+    # kept where the judge agrees with the generated verdict; overruled, the generated checks go too
+    kept = "Checks: price $12.00 <= $30.00 yes." if reward else ""
+    assert reasoning.startswith(f"Buying b01 ends the episode. {kept}".strip() + " The reward judge gives")
+    assert reasoning.endswith(
+        f"P(success) = {p:.2f}, so the score is {1.0 if reward else p:.2f} and the reward is {int(reward)}."
+    )
+    assert reasoning.count("the reward is") == 1 and "checks pass" not in reasoning
+    assert f"[score] {1.0 if reward else p:.4f}" in as_text_list(out["observation"])[0]
+    # generated: the model's own verdict, and the judge is not asked
+    out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="generated"))
+    assert out["reward"].item() == 1.0 and em.judge.asked == ["click[buy now]"]
+
+
+def test_judge_leaves_steps_the_model_does_not_end_alone():
+    em = ScriptedExperience([build_target(ITEM_PAGE, 0, False, 0, reasoning="it opens the page")])
+    em.judge = FixedJudge(0.9)
+    out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="judge"))
+    assert out["reward"].item() == 0.0 and not out["done"].item() and em.judge.asked == []
+    assert as_text_list(out["reasoning"]) == ["it opens the page"]
+
+
+def test_judged_outcome_keeps_a_partial_generated_score_below_one():
+    pred = ParsedOutcome(
+        True,
+        "[page] done\n[score] 0.7500",
+        0.0,
+        True,
+        0.75,
+        "3/4 checks pass, so the score is 0.75 and the reward is 0.",
+    )
+    out = judged_outcome(pred, 0.2)
+    assert (out.reward, out.score) == (0.0, 0.75) and "[score] 0.7500" in out.next_state
+    assert (
+        out.reasoning == "The reward judge gives P(success) = 0.20, so the score is 0.75 and the reward is 0."
+    )
+
+
+def test_bad_settings_name_field_value_and_fix(tmp_path):
+    with pytest.raises(
+        ValueError,
+        match=r"SyntheticEnv.reward='judged' is not a reward mode; choose one of \['generated', 'judge'\]",
+    ):
+        SyntheticEnv(ScriptedExperience([]), [BUY_TASK], reward="judged")
+    with pytest.raises(
+        ValueError,
+        match=r"reward='judge'.*no reward judge.*configs/webshop_reward_judge.yaml.*reward='generated'",
+    ):
+        SyntheticEnv(ScriptedExperience([]), [BUY_TASK], reward="judge")
+    with pytest.raises(ValueError, match=r"JudgeBackbone.threshold=1.5: must be in \(0, 1\)"):
+        JudgeBackbone(threshold=1.5)
+    with pytest.raises(
+        FileNotFoundError, match="is not a saved reward judge.*configs/webshop_reward_judge.yaml"
+    ):
+        RewardJudge.from_pretrained(tmp_path)
+
+
+def _toy_steps(n: int, seed: int) -> list[tuple[str, str, float]]:
+    """The instruction names a goal material; the page's attribute is that material (success) or another."""
+    words = ["cotton", "wool", "leather", "silk"]
+    rng, out = random.Random(seed), []
+    for _ in range(n):
+        goal, other = rng.sample(words, 2)
+        present = rng.random() < 0.5
+        state = f"[page] item | b01\n[title] a jacket\n[attributes] {goal if present else other}\n[button] buy now"
+        out.append((f"i need a {goal} jacket", state, float(present)))
+    return out
+
+
+def test_tiny_judge_learns_a_separable_comparison():
+    """A 2-layer BERT from scratch learns "goal term on the page or not" (fresh toy steps every batch)."""
+    torch.manual_seed(0)
+    judge = tiny_judge()
+    opt = torch.optim.AdamW(judge.parameters(), lr=3e-3)
+    judge.model.train()
+    for step in range(STEPS):
+        batch = _toy_steps(32, seed=100 + step)
+        logits = judge(**judge.encode([b[0] for b in batch], [b[1] for b in batch], ["click[buy now]"] * 32))
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, torch.tensor([b[2] for b in batch])
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    held_out = _toy_steps(200, seed=2)
+    probs = judge.predict_proba([h[0] for h in held_out], [h[1] for h in held_out], ["click[buy now]"] * 200)
+    acc = sum((p >= 0.5) == (h[2] > 0.5) for p, h in zip(probs, held_out, strict=True)) / len(held_out)
+    assert acc >= 0.95, acc
+
+
+def test_fit_trains_exports_and_the_export_loads(tmp_path, cpu_trainer_kwargs):
+    import lightning as L
+
+    from datamodules.terminal_steps import TerminalStepDataModule
+    from models.reward_judge import RewardJudgeFit
+
+    def traj(i, split, success):
+        t = Transition(f"t{i}", "i need a wool jacket", 0, ITEM_PAGE, "click[buy now]", DONE_PAGE,
+                       float(success), True, success, split=split, terminated=True)  # fmt: skip
+        return Trajectory(
+            f"e{i}", f"t{i}", t.instruction, "webshop", split, "offline", "expert", [t], success
+        )
+
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    write_trajectories(train, [traj(i, "train", i % 2 == 0) for i in range(6)])
+    write_trajectories(test, [traj(9, "test", True)])
+    module = RewardJudgeFit(JudgeBackbone(preset="tiny", max_length=64), export_dir=str(tmp_path / "judge"))
+    before = [p.detach().clone() for p in module.judge.parameters()]
+    dm = TerminalStepDataModule([str(train)], [str(test)], batch_size=2)
+    L.Trainer(**cpu_trainer_kwargs, logger=False).fit(module, datamodule=dm)
+    assert any(not torch.equal(a, b) for a, b in zip(before, module.judge.parameters(), strict=True))
+    assert torch.equal(before[0], module.judge.model.get_input_embeddings().weight)  # frozen by default
+    loaded = RewardJudge.from_pretrained(tmp_path / "judge")
+    assert loaded.predict_proba(["i need a wool jacket"], [ITEM_PAGE], ["click[buy now]"]) == pytest.approx(
+        module.judge.predict_proba(["i need a wool jacket"], [ITEM_PAGE], ["click[buy now]"]), abs=1e-6
+    )
+    with pytest.raises(
+        ValueError, match=r"train_files: .* holds a 'test'-split episode .* collect them with `--split train`"
+    ):
+        TerminalStepDataModule([str(test)]).setup("fit")
+
+
+def test_a_bad_judge_setting_at_the_command_line_is_one_error_line(capsys):
+    from pathlib import Path
+
+    from dreamgym.cli import main
+    from dreamgym.errors import run_guarded
+
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "webshop_reward_judge.yaml")
+    rc = run_guarded(main, ["fit", "--config", config, "--model.init_args.judge.init_args.threshold=2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and "error: JudgeBackbone.threshold=2.0: must be in (0, 1)" in err[-2:], err[-2:]
+
+
+def test_from_checkpoint_loads_the_judge_and_checks_the_switch(tmp_path):
+    em = ScriptedExperience([])
+    em.save_pretrained(tmp_path / "plain")
+    with pytest.raises(ValueError, match="no reward judge"):
+        SyntheticEnv.from_checkpoint(tmp_path / "plain", tasks=[BUY_TASK], reward="judge", decoding="free")
+    em.judge = tiny_judge()
+    em.save_pretrained(tmp_path / "with_judge")
+    env = SyntheticEnv.from_checkpoint(
+        tmp_path / "with_judge", tasks=[BUY_TASK], reward="judge", decoding="free"
+    )
+    assert env.reward == "judge" and isinstance(env.experience.judge, RewardJudge)
+    with pytest.raises(ValueError, match=r"from_checkpoint\(reward=...\)='jduge' is not a reward mode"):
+        SyntheticEnv.from_checkpoint(tmp_path / "with_judge", tasks=[BUY_TASK], reward="jduge")
+
+
+def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_them(tmp_path):
+    from pathlib import Path
+
+    from dreamgym.pipeline import PipelineConfig, Prepared, judge_fit_args, judge_purchases_stage
+    from dreamgym.schema import read_trajectories
+
+    with pytest.raises(ValueError, match="judge_config='j.yaml' needs judge_episodes"):
+        PipelineConfig(out_dir=str(tmp_path), judge_config="j.yaml")
+    cfg = PipelineConfig(out_dir=str(tmp_path), judge_config="j.yaml", judge_episodes={"near_miss": 2, "expert": 1},
+                         judge_args=["--trainer.max_steps=5"])  # fmt: skip
+    out = judge_purchases_stage(cfg)
+    trajs = list(read_trajectories(out))
+    assert out == tmp_path / "judge_purchases_train.jsonl" and len(trajs) == 3
+    assert {t.split for t in trajs} == {"train"} and sorted(t.policy for t in trajs) == [
+        "expert",
+        "near_miss",
+        "near_miss",
+    ]
+    d = Path(tmp_path)
+    p = Prepared(
+        d / "train.jsonl",
+        d / "test.jsonl",
+        d / "tok",
+        d / "em",
+        d / "sft",
+        d / "roll.jsonl",
+        d / "em_on",
+        d / "w",
+    )
+    assert judge_fit_args(cfg, p, out) == [
+        f"--data.init_args.train_files=[{out},{d / 'train.jsonl'},{d / 'roll.jsonl'}]",
+        f"--data.init_args.val_files=[{d / 'test.jsonl'}]",
+        "--trainer.max_steps=5",
+    ]
