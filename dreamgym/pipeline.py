@@ -58,6 +58,7 @@ from dreamgym.stages import (
     fit_stage,
     peak_rss_mb,
     policy_episodes,
+    recorded_episodes,
     stage_log_dir,
     tokenizer_stage,
 )
@@ -148,7 +149,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
     if cfg.onpolicy_tasks > 0:
         rollouts = stage(
             "onpolicy_rollouts", policy_episodes, cfg, sft, "train", cfg.onpolicy_tasks,
-            d / "policy_rollouts_train.jsonl",
+            d / "policy_rollouts_train.jsonl", _episode_minutes(budget, "onpolicy_rollouts"),
         )  # fmt: skip
         sim = stage(
             "experience_onpolicy", fit_stage, cfg.experience_config,
@@ -156,10 +157,15 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
             d / "experience_model_onpolicy", "model.init_args.export_dir", None, budget,
         )  # fmt: skip
     warm = stage(
-        "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, d / "policy_sft_test_episodes.jsonl"
+        "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, d / "policy_sft_test_episodes.jsonl",
+        _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
                     simulator=sim, warm_episodes=warm)  # fmt: skip
+
+
+def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:
+    return None if budget is None else budget.episode_minutes(name)
 
 
 def judge_purchases_stage(cfg: PipelineConfig) -> Path:
@@ -212,8 +218,9 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "rl", fit_stage, cfg.rl_config, [*rl_paths(cfg.rl_config, sim, sft), *cfg.rl_args, *guard], d / "policy_rl",
         "model.init_args.save_dir", None, budget,
     )  # fmt: skip
-    stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", cfg.eval_tasks, episodes["policy_rl"])
-    evals, comparison = held_out_comparison(episodes, cfg.eval_tasks)
+    n_eval = recorded_episodes(episodes["policy_sft"])  # eval_tasks, or fewer where the budget cut the stage
+    stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", n_eval, episodes["policy_rl"])
+    evals, comparison = held_out_comparison(episodes, n_eval)
     write_result(d / "eval.json", {**evals, "policy_rl_vs_policy_sft": comparison}, indent=2)  # atomic
     peak_mb = peak_rss_mb()
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
@@ -233,11 +240,11 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     try:  # the figure is a convenience: a plotting failure must not lose the run's results
         from dreamgym.plots import main_job_figure
 
-        report["figure"] = str(main_job_figure(evals, cfg.eval_tasks, _rl_log_dir(cfg), d / "main_job.png"))
+        report["figure"] = str(main_job_figure(evals, n_eval, _rl_log_dir(cfg), d / "main_job.png"))
     except Exception as exc:  # noqa: BLE001
         print(f"[pipeline] no figure: {type(exc).__name__}: {exc}", flush=True)
     write_result(d / "pipeline_report.json", report, indent=2)
-    print_summary(cfg.eval_tasks, report)
+    print_summary(n_eval, report)
     return report
 
 

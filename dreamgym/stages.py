@@ -121,15 +121,34 @@ def _resumable(log_dir: Path, config: str, args: list[str]) -> bool:
     return False
 
 
-def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path) -> Path:
+def _asked_file(out: Path) -> Path:
+    """Beside a time-capped episode file: how many tasks were asked of it (so a rerun accepts fewer)."""
+    return out.with_name(out.name + ".asked")
+
+
+def recorded_episodes(out: Path) -> int:
+    """How many episodes the JSONL file ``out`` holds."""
+    from dreamgym.schema import read_trajectories
+
+    return sum(1 for _ in read_trajectories(out))
+
+
+def policy_episodes(
+    cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path, max_minutes: float | None = None
+) -> Path:
     """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
     reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation). A file of
-    another number of episodes (recorded with another ``eval_tasks``) is played again."""
-    if out.exists():
-        from dreamgym.schema import read_trajectories
+    another number of episodes (recorded with another ``eval_tasks``) is played again.
 
-        recorded = sum(1 for _ in read_trajectories(out))
-        if recorded == tasks:
+    With ``max_minutes`` (the pipeline's time budget), tasks are played in chunks of two env waves and no
+    chunk starts once ``max_minutes`` have passed: on a slow host (or with a weak policy whose episodes run
+    to the step limit) the file holds the first ``n < tasks`` episodes, said in a line, and
+    ``<out>.asked`` records ``tasks`` so that a rerun keeps it."""
+    asked = _asked_file(out)
+    if out.exists():
+        recorded = recorded_episodes(out)
+        capped = asked.exists() and asked.read_text().strip() == str(tasks) and recorded > 0
+        if recorded == tasks or capped:
             return out
         print(
             f"[pipeline] {out} holds {recorded} episodes, not {tasks}: playing {policy.name} again",
@@ -138,15 +157,29 @@ def policy_episodes(cfg: PipelineConfig, policy: Path, split: str, tasks: int, o
     import torch
 
     from dreamgym.collect import collect_policy_trajectories
+    from dreamgym.envs.episodes import trajectory_metrics
     from dreamgym.rl.collector import collector_from_config
+    from dreamgym.schema import save_trajectories
 
     torch.manual_seed(cfg.seed)
-    _, metrics = collect_policy_trajectories(
-        policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
-        greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size, out=out,
-        max_steps=cfg.max_steps,
-    )  # fmt: skip
-    print(f"[pipeline] {policy.name} on {tasks} {split} tasks: {metrics}", flush=True)
+    start, chunk = time.monotonic(), (2 * cfg.eval_batch_size if max_minutes is not None else tasks)
+    collector, trajs = collector_from_config(cfg.rl_config), []
+    for first in range(0, tasks, max(1, chunk)):
+        if trajs and max_minutes is not None and (time.monotonic() - start) / 60 >= max_minutes:
+            print(f"[pipeline] {policy.name}: {len(trajs)} of {tasks} {split} tasks played in the "
+                  f"{max_minutes:.1f} min the time budget gives this stage; the rest are skipped", flush=True)  # fmt: skip
+            break
+        part, _ = collect_policy_trajectories(
+            policy, cfg.env, split, list(range(first, min(tasks, first + chunk))), collector,
+            greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size,
+            max_steps=cfg.max_steps,
+        )  # fmt: skip
+        trajs += part
+    asked.unlink(missing_ok=True)
+    save_trajectories(out, trajs)
+    if len(trajs) < tasks:
+        asked.write_text(f"{tasks}\n")
+    print(f"[pipeline] {policy.name} on {len(trajs)} {split} tasks: {trajectory_metrics(trajs)}", flush=True)
     return out
 
 
@@ -238,6 +271,15 @@ class TimeBudget:
         self.given[name] = round(minutes, 2)
         print(f"[budget] {name}: max_time {minutes:.1f} min ({left:.1f} min left for fits)", flush=True)
         return [f"--trainer.max_time={_dhms(minutes)}"]
+
+    EPISODE_SHARES = {"onpolicy_rollouts": 0.3, "evaluate_policy_sft": 0.35}
+    """The reserve's share each episode stage may use (the RL policy's evaluation plays the warm start's
+    tasks, uncapped, so that the two stay paired; the rest covers collection and fidelity)."""
+
+    def episode_minutes(self, name: str) -> float | None:
+        """The most minutes episode stage ``name`` may start new episodes in (None: not capped)."""
+        share = self.EPISODE_SHARES.get(name)
+        return None if share is None else max(self.min_minutes, self.reserve * share)
 
     def plan(self) -> str:
         """One line: the total, the reserve and each fit stage's share."""

@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+from experience_toy import toy_trajectories
 from tiny_pipeline import pipeline_argv
 
 from dreamgym.modeling.formats import terminated_of
@@ -110,10 +111,44 @@ def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path
     played = []
     monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
     monkeypatch.setattr(
-        dreamgym.collect, "collect_policy_trajectories", lambda *a, **k: played.append(a[3]) or (None, {})
+        dreamgym.collect,
+        "collect_policy_trajectories",
+        lambda *a, **k: played.append(a[3]) or (toy_trajectories(len(a[3]), split="test"), {}),
     )
     cfg = parse_pipeline_config(pipeline_argv(tmp_path))
     policy = tmp_path / "policy_sft"
     assert policy_episodes(cfg, policy, "test", 3, out) == out and played == []  # the right size: kept
     policy_episodes(cfg, policy, "test", 5, out)
     assert played == [[0, 1, 2, 3, 4]] and "holds 3 episodes, not 5" in capsys.readouterr().out
+    assert len(list(read_trajectories(out))) == 5
+
+
+def test_a_time_capped_episode_stage_stops_between_chunks_and_a_rerun_keeps_it(tmp_path, monkeypatch, capsys):
+    """On a slow host the episode stages must end in time too: with ``max_minutes`` tasks are played in
+    chunks of two env waves and none starts after the cap; the file of fewer episodes is kept on a rerun
+    (``.asked`` beside it), and the RL evaluation then plays exactly those tasks."""
+    from experience_toy import toy_trajectories
+
+    import dreamgym.collect
+    import dreamgym.rl.collector
+    import dreamgym.stages
+    from dreamgym.stages import policy_episodes, recorded_episodes
+
+    clock = iter(range(0, 10_000, 60))  # every time.monotonic() call: one more minute
+    monkeypatch.setattr(dreamgym.stages.time, "monotonic", lambda: float(next(clock)))
+    played = []
+    monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
+    monkeypatch.setattr(
+        dreamgym.collect,
+        "collect_policy_trajectories",
+        lambda *a, **k: played.append(a[3]) or (toy_trajectories(len(a[3]), split="test"), {}),
+    )
+    cfg = parse_pipeline_config([*pipeline_argv(tmp_path), "--eval_batch_size=2"])
+    out, policy = tmp_path / "policy_sft_test_episodes.jsonl", tmp_path / "policy_sft"
+    policy_episodes(cfg, policy, "test", 20, out, max_minutes=2.5)
+    assert played == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]  # chunks of 2 waves of 2; no 4th at 3 min
+    assert recorded_episodes(out) == 12 and "12 of 20 test tasks played" in capsys.readouterr().out
+    policy_episodes(cfg, policy, "test", 20, out, max_minutes=2.5)
+    assert len(played) == 3  # the capped file is kept on a rerun
+    policy_episodes(cfg, policy, "test", 21, out, max_minutes=None)  # other settings: played again, uncapped
+    assert played[-1] == list(range(21)) and recorded_episodes(out) == 21

@@ -82,3 +82,13 @@ def test_pipeline_config_budget_is_off_unless_asked():
     )
     budget = cfg.time_budget()
     assert budget.minutes == 50 and set(budget.shares) >= {"experience_model", "policy_sft", "policy_rl"}
+
+
+def test_episode_stages_get_their_share_of_the_reserve():
+    """The reserve bounds the on-policy episodes and the warm start's evaluation; the RL evaluation plays the
+    warm start's tasks uncapped so the two stay paired."""
+    b = TimeBudget(50, {"policy_sft": 1.0}, reserve_minutes=14)
+    assert b.episode_minutes("evaluate_policy_sft") == pytest.approx(4.9)
+    assert b.episode_minutes("onpolicy_rollouts") == pytest.approx(4.2)
+    assert b.episode_minutes("evaluate_policy_rl") is None
+    assert TimeBudget(50, {"policy_sft": 1.0}, reserve_minutes=0).episode_minutes("onpolicy_rollouts") == 1.0
