@@ -97,17 +97,11 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     assert again["stage_seconds"] == report["stage_seconds"]
 
 
-def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path, monkeypatch, capsys):
-    """Changing ``eval_tasks`` and rerunning resumes the pipeline but re-plays the held-out episodes (the
-    old file would pair other tasks), while a file of the right size is kept."""
-    from experience_toy import write_toy
-
+def _fake_policy_episodes(monkeypatch) -> list[list[int]]:
+    """Policy episodes without a policy: toy test trajectories; returns the task lists asked for."""
     import dreamgym.collect
     import dreamgym.rl.collector
-    from dreamgym.stages import policy_episodes
 
-    out = tmp_path / "policy_sft_test_episodes.jsonl"
-    write_toy(out, 3, split="test")
     played = []
     monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
     monkeypatch.setattr(
@@ -115,6 +109,19 @@ def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path
         "collect_policy_trajectories",
         lambda *a, **k: played.append(a[3]) or (toy_trajectories(len(a[3]), split="test"), {}),
     )
+    return played
+
+
+def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path, monkeypatch, capsys):
+    """Changing ``eval_tasks`` and rerunning resumes the pipeline but re-plays the held-out episodes (the
+    old file would pair other tasks), while a file of the right size is kept."""
+    from experience_toy import write_toy
+
+    from dreamgym.stages import policy_episodes
+
+    out = tmp_path / "policy_sft_test_episodes.jsonl"
+    write_toy(out, 3, split="test")
+    played = _fake_policy_episodes(monkeypatch)
     cfg = parse_pipeline_config(pipeline_argv(tmp_path))
     policy = tmp_path / "policy_sft"
     assert policy_episodes(cfg, policy, "test", 3, out) == out and played == []  # the right size: kept
@@ -127,7 +134,6 @@ def test_a_time_capped_episode_stage_stops_between_chunks_and_a_rerun_keeps_it(t
     """On a slow host the episode stages must end in time too: with ``max_minutes`` tasks are played in
     chunks of two env waves and none starts after the cap; the file of fewer episodes is kept on a rerun
     (``.asked`` beside it), and the RL evaluation then plays exactly those tasks."""
-    from experience_toy import toy_trajectories
 
     import dreamgym.collect
     import dreamgym.rl.collector
@@ -136,13 +142,7 @@ def test_a_time_capped_episode_stage_stops_between_chunks_and_a_rerun_keeps_it(t
 
     clock = iter(range(0, 10_000, 60))  # every time.monotonic() call: one more minute
     monkeypatch.setattr(dreamgym.stages.time, "monotonic", lambda: float(next(clock)))
-    played = []
-    monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
-    monkeypatch.setattr(
-        dreamgym.collect,
-        "collect_policy_trajectories",
-        lambda *a, **k: played.append(a[3]) or (toy_trajectories(len(a[3]), split="test"), {}),
-    )
+    played = _fake_policy_episodes(monkeypatch)
     cfg = parse_pipeline_config([*pipeline_argv(tmp_path), "--eval_batch_size=2"])
     out, policy = tmp_path / "policy_sft_test_episodes.jsonl", tmp_path / "policy_sft"
     policy_episodes(cfg, policy, "test", 20, out, max_minutes=2.5)
