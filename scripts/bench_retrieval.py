@@ -51,9 +51,15 @@ def measure(
     expansion_search: list[int | None] = (None,),
     connectivity: int | None = None,
     expansion_add: int | None = None,
+    src: np.ndarray | None = None,
 ) -> list[dict]:
     """Build once (time, memory), then per search beam width in ``expansion_search`` (None: usearch's
-    default): latency (single and batched queries) and recall@k against exact search, and its speed-up."""
+    default): latency (single and batched queries) and recall@k against exact search, and its speed-up.
+
+    With ``src`` (per row, the real transition it copies: :func:`grow_vectors`), also the recall of the
+    real transitions behind the exact top-k (jittered copies carry the same transition's text, so which
+    copy is returned does not change what the experience model reads), and the mean cosine similarity of
+    the returned top-k against the exact top-k's."""
     index = VectorIndex(db.shape[1], connectivity=connectivity, expansion_add=expansion_add)
     t0 = time.perf_counter()
     index.add(np.arange(len(db)), db)
@@ -82,6 +88,12 @@ def measure(
         got = np.concatenate([index.search(q[i : i + batch], k)[0] for i in range(0, len(q), batch)])
         batch_ms = (time.perf_counter() - t0) / -(-len(q) // batch) * 1e3
         recall = float(np.mean([len(set(g) & set(e)) / k for g, e in zip(got, exact, strict=True)]))
+        extra = {}
+        if src is not None:
+            extra[f"recall@{k}_real_transitions"] = round(float(np.mean(
+                [len(set(src[g]) & set(src[e])) / len(set(src[e])) for g, e in zip(got, exact, strict=True)])), 4)  # fmt: skip
+            sims = lambda ids: np.einsum("qkd,qd->qk", db[ids], q).mean()  # noqa: E731
+            extra[f"similarity@{k}_vs_exact"] = round(float(sims(got) / sims(exact)), 5)
         rows.append(
             {
                 **common,
@@ -90,6 +102,7 @@ def measure(
                 f"batch{batch}_query_ms": round(batch_ms, 3),
                 "speedup_vs_exact": round(exact_ms / single_ms, 1),
                 f"recall@{k}": round(recall, 4),
+                **extra,
             }
         )
     return rows
@@ -116,9 +129,9 @@ def main(argv: list[str] | None = None) -> dict:
     queries = _vectors(args.test, args.queries)
     rows = []
     for n in args.sizes:
-        db = grow_vectors(base, n, args.jitter, rng)[0]
+        db, src = grow_vectors(base, n, args.jitter, rng)
         for row in measure(db, queries, args.k, args.batch, args.expansion_search, args.connectivity,
-                           args.expansion_add):  # fmt: skip
+                           args.expansion_add, src):  # fmt: skip
             row = {"real_vectors": min(n, len(base)), **row}
             print(json.dumps(row), flush=True)
             rows.append(row)
