@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -32,7 +34,9 @@ from dreamgym.envs.registry import make_env, registered_envs
 from dreamgym.schema import Trajectory, TrajectoryWriter, check_whole_lines, save_trajectories
 from dreamgym.teachers.base import Teacher, get_teacher
 
-__all__ = ["collect_trajectories", "collect_policy_trajectories", "main", "import_web_main"]
+__all__ = ["collect_trajectories", "collect_policy_trajectories", "play_in_chunks", "main", "import_web_main"]
+
+T = TypeVar("T")
 
 
 def _plan(counts: dict[str, int], n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
@@ -182,6 +186,7 @@ def collect_policy_trajectories(
     env_kwargs: dict[str, Any] | None = None,
     teacher_kwargs: dict[str, Any] | None = None,
     dtype: str | None = None,
+    max_minutes: float | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
     """A saved policy's episodes in a REAL env as schema trajectories, and their metrics.
 
@@ -201,10 +206,13 @@ def collect_policy_trajectories(
         teacher_kwargs: teacher constructor arguments (e.g. ``{"rationale": "verdict"}``).
         dtype: load the policy in this dtype (``"bfloat16"``: about 6x the prefill speed of fp32 for a
             134 M model on a CPU with AMX; None: as saved).
+        max_minutes: a time cap: the tasks are played in chunks of two env waves (one model load, one
+            env) and no chunk starts once ``max_minutes`` have passed (:func:`play_in_chunks`), so the
+            result may cover only the first tasks. None: all tasks, in one call of the collector.
 
     Returns:
-        The trajectories, in the order of ``task_indices``, and the collection's metrics
-        (``success_rate``, ``score_mean``, ...).
+        The trajectories, in the order of ``task_indices`` (a prefix of it when capped), and the
+        collection's metrics (``success_rate``, ``score_mean``, ...).
     """
     from dreamgym.modeling import LanguageModel
 
@@ -224,16 +232,46 @@ def collect_policy_trajectories(
     shown = CountProgress(f"{Path(policy_dir).name} on {env_name}/{split}", len(task_indices))
     rationale = get_teacher(env_name, **(teacher_kwargs or {})) if teacher else None
     on_step = _teacher_hook(env, rationale, env_name, split, "real")
-    try:
-        episodes = collector.collect(
-            env, model, tok, list(task_indices), greedy=greedy, progress=shown, on_step=on_step
+
+    def play(tasks: list[int]) -> list[Episode]:
+        return collector.collect(
+            env, model, tok, tasks, greedy=greedy, progress=shown, on_step=on_step
         ).episodes
+
+    try:
+        episodes = play_in_chunks(
+            list(task_indices), play, chunk=2 * batch_size if max_minutes is not None else None,
+            max_minutes=max_minutes, label=f"{Path(policy_dir).name} on {env_name}/{split}",
+        )  # fmt: skip
     finally:
         env.close()
     trajs = [e.to_trajectory(env_name, split, "real", policy=Path(policy_dir).name) for e in episodes]
     if out is not None:
         save_trajectories(out, trajs)
     return trajs, trajectory_metrics(trajs)
+
+
+def play_in_chunks(
+    tasks: Sequence[int],
+    play: Callable[[list[int]], list[T]],
+    chunk: int | None = None,
+    max_minutes: float | None = None,
+    label: str = "",
+    clock: Callable[[], float] | None = None,
+) -> list[T]:
+    """``play(tasks[i : i + chunk])`` for consecutive chunks, concatenated (one chunk of all tasks when
+    ``chunk`` is None). With ``max_minutes``, no chunk starts once that many minutes (of ``clock``, default
+    ``time.monotonic``) have passed since the first began; the result then covers the first tasks only,
+    and a line says how many. The first chunk always plays."""
+    clock = clock or time.monotonic
+    start, size, played = clock(), max(1, chunk or len(tasks)), []
+    for first in range(0, len(tasks), size):
+        if played and max_minutes is not None and (clock() - start) / 60 >= max_minutes:
+            print(f"[collect] {label}: {len(played)} of {len(tasks)} tasks played in the {max_minutes:.1f} min "
+                  "the time budget gives; the rest are skipped", flush=True)  # fmt: skip
+            break
+        played += play(list(tasks[first : first + size]))
+    return played
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -141,8 +141,8 @@ def policy_episodes(
     another number of episodes (recorded with another ``eval_tasks``) is played again.
 
     With ``max_minutes`` (the pipeline's time budget), tasks are played in chunks of two env waves and no
-    chunk starts once ``max_minutes`` have passed: on a slow host (or with a weak policy whose episodes run
-    to the step limit) the file holds the first ``n < tasks`` episodes, said in a line, and
+    chunk starts once ``max_minutes`` have passed (one model load; :func:`dreamgym.collect.play_in_chunks`):
+    on a slow host (or with a weak policy whose episodes run to the step limit) the file holds the first ``n < tasks`` episodes, said in a line, and
     ``<out>.asked`` records ``tasks`` so that a rerun keeps it."""
     asked = _asked_file(out)
     if out.exists():
@@ -162,19 +162,11 @@ def policy_episodes(
     from dreamgym.schema import save_trajectories
 
     torch.manual_seed(cfg.seed)
-    start, chunk = time.monotonic(), (2 * cfg.eval_batch_size if max_minutes is not None else tasks)
-    collector, trajs = collector_from_config(cfg.rl_config), []
-    for first in range(0, tasks, max(1, chunk)):
-        if trajs and max_minutes is not None and (time.monotonic() - start) / 60 >= max_minutes:
-            print(f"[pipeline] {policy.name}: {len(trajs)} of {tasks} {split} tasks played in the "
-                  f"{max_minutes:.1f} min the time budget gives this stage; the rest are skipped", flush=True)  # fmt: skip
-            break
-        part, _ = collect_policy_trajectories(
-            policy, cfg.env, split, list(range(first, min(tasks, first + chunk))), collector,
-            greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size,
-            max_steps=cfg.max_steps,
-        )  # fmt: skip
-        trajs += part
+    trajs, _ = collect_policy_trajectories(
+        policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
+        greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size,
+        max_steps=cfg.max_steps, max_minutes=max_minutes,
+    )  # fmt: skip
     asked.unlink(missing_ok=True)
     save_trajectories(out, trajs)
     if len(trajs) < tasks:

@@ -99,7 +99,9 @@ def test_an_existing_export_is_replaced_only_when_asked(tmp_path):
     earlier = tmp_path / "policy"
     earlier.mkdir()
     (earlier / "model.safetensors").write_text("the earlier model")
-    with pytest.raises(ValueError, match=r"already holds the exported model.*--model.init_args.overwrite=true"):
+    with pytest.raises(
+        ValueError, match=r"already holds the exported model.*--model.init_args.overwrite=true"
+    ):
         check_export_dir(earlier, "model.init_args.save_dir", replace=False)
     check_export_dir(earlier, "model.init_args.save_dir", replace=True)
     check_export_dir(tmp_path / "empty_or_new", "model.init_args.save_dir", replace=False)

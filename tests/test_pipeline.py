@@ -97,18 +97,21 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     assert again["stage_seconds"] == report["stage_seconds"]
 
 
-def _fake_policy_episodes(monkeypatch) -> list[list[int]]:
-    """Policy episodes without a policy: toy test trajectories; returns the task lists asked for."""
+def _fake_policy_episodes(monkeypatch, cap: int | None = None) -> list[list[int]]:
+    """Policy episodes without a policy: toy test trajectories (only the first ``cap`` tasks, as a time
+    cap would leave them, when ``max_minutes`` is given); returns the task lists asked for."""
     import dreamgym.collect
     import dreamgym.rl.collector
 
     played = []
+
+    def fake(*a, max_minutes=None, **k):
+        played.append(a[3])
+        n = len(a[3]) if max_minutes is None or cap is None else min(cap, len(a[3]))
+        return toy_trajectories(n, split="test"), {}
+
     monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
-    monkeypatch.setattr(
-        dreamgym.collect,
-        "collect_policy_trajectories",
-        lambda *a, **k: played.append(a[3]) or (toy_trajectories(len(a[3]), split="test"), {}),
-    )
+    monkeypatch.setattr(dreamgym.collect, "collect_policy_trajectories", fake)
     return played
 
 
@@ -130,25 +133,34 @@ def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path
     assert len(list(read_trajectories(out))) == 5
 
 
-def test_a_time_capped_episode_stage_stops_between_chunks_and_a_rerun_keeps_it(tmp_path, monkeypatch, capsys):
+def test_play_in_chunks_starts_no_chunk_after_the_cap():
     """On a slow host the episode stages must end in time too: with ``max_minutes`` tasks are played in
-    chunks of two env waves and none starts after the cap; the file of fewer episodes is kept on a rerun
-    (``.asked`` beside it), and the RL evaluation then plays exactly those tasks."""
+    chunks and none starts after the cap (the first always plays); without it, one chunk of all."""
+    from dreamgym.collect import play_in_chunks
 
-    import dreamgym.collect
-    import dreamgym.rl.collector
-    import dreamgym.stages
+    clock = iter(range(0, 10_000, 60))  # every clock call: one more minute
+    played = []
+    out = play_in_chunks(range(20), lambda t: played.append(t) or t, 4, 2.5, clock=lambda: float(next(clock)))
+    assert played == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] and out == list(
+        range(12)
+    )  # no 4th at 3 min
+    assert play_in_chunks(range(5), lambda t: [t], 2) == [[0, 1], [2, 3], [4]]
+    assert play_in_chunks(range(5), lambda t: [t]) == [[0, 1, 2, 3, 4]]
+    assert play_in_chunks(range(5), lambda t: [t], 1, 0.0) == [[0]]  # the first chunk plays even past the cap
+
+
+def test_a_time_capped_episode_stage_keeps_its_shorter_file_on_a_rerun(tmp_path, monkeypatch):
+    """A capped episode stage (fewer episodes than asked) records what it was asked (``.asked`` beside the
+    file), so a rerun keeps it and the RL evaluation then plays exactly those tasks; other settings
+    play again."""
     from dreamgym.stages import policy_episodes, recorded_episodes
 
-    clock = iter(range(0, 10_000, 60))  # every time.monotonic() call: one more minute
-    monkeypatch.setattr(dreamgym.stages.time, "monotonic", lambda: float(next(clock)))
-    played = _fake_policy_episodes(monkeypatch)
-    cfg = parse_pipeline_config([*pipeline_argv(tmp_path), "--eval_batch_size=2"])
+    played = _fake_policy_episodes(monkeypatch, cap=12)
+    cfg = parse_pipeline_config(pipeline_argv(tmp_path))
     out, policy = tmp_path / "policy_sft_test_episodes.jsonl", tmp_path / "policy_sft"
     policy_episodes(cfg, policy, "test", 20, out, max_minutes=2.5)
-    assert played == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]  # chunks of 2 waves of 2; no 4th at 3 min
-    assert recorded_episodes(out) == 12 and "12 of 20 test tasks played" in capsys.readouterr().out
+    assert played == [list(range(20))] and recorded_episodes(out) == 12
     policy_episodes(cfg, policy, "test", 20, out, max_minutes=2.5)
-    assert len(played) == 3  # the capped file is kept on a rerun
+    assert len(played) == 1  # the capped file is kept on a rerun
     policy_episodes(cfg, policy, "test", 21, out, max_minutes=None)  # other settings: played again, uncapped
     assert played[-1] == list(range(21)) and recorded_episodes(out) == 21

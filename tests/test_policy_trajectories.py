@@ -64,6 +64,19 @@ def test_policy_trajectories_with_teacher_reasoning(saved_policy, tmp_path):
     )
     assert trajs[0].task_id != trajs[1].task_id
     assert [t.task_id for t in waves] == [t.task_id for t in reversed(trajs)]
+    # a time cap already spent: the first chunk (two waves of 1) plays, in the one env, and no more
+    capped, _ = collect_policy_trajectories(
+        saved_policy,
+        "webshop",
+        "train",
+        [5, 3, 7, 9],
+        col,
+        teacher=False,
+        batch_size=1,
+        max_steps=1,
+        max_minutes=0.0,
+    )
+    assert [t.task_id for t in capped] == [t.task_id for t in waves]
     # the rationale written during the episode is the teacher's on that very step: replaying the
     # actions in a fresh env and asking the teacher there gives the same text
     env, teacher = make_env("webshop", split="train", batch_size=1, max_steps=3), get_teacher("webshop")

@@ -63,7 +63,6 @@ REWARD_MODES = ("generated", "judge")
 """Where the synthetic env's terminal reward comes from: the experience model's own text, or the judge."""
 
 
-
 def check_reward_mode(reward: str, field: str = "reward") -> str:
     """``reward`` if it is one of :data:`REWARD_MODES`, else a ValueError naming ``field`` and the fix."""
     if reward not in REWARD_MODES:
