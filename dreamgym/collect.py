@@ -258,16 +258,17 @@ def play_in_chunks(
     max_minutes: float | None = None,
     label: str = "",
     clock: Callable[[], float] | None = None,
+    unit: str = "tasks played",
 ) -> list[T]:
     """``play(tasks[i : i + chunk])`` for consecutive chunks, concatenated (one chunk of all tasks when
     ``chunk`` is None). With ``max_minutes``, no chunk starts once that many minutes (of ``clock``, default
     ``time.monotonic``) have passed since the first began; the result then covers the first tasks only,
-    and a line says how many. The first chunk always plays."""
+    and a line says how many (``unit`` names them). The first chunk always plays."""
     clock = clock or time.monotonic
     start, size, played = clock(), max(1, chunk or len(tasks)), []
     for first in range(0, len(tasks), size):
         if played and max_minutes is not None and (clock() - start) / 60 >= max_minutes:
-            print(f"[collect] {label}: {len(played)} of {len(tasks)} tasks played in the {max_minutes:.1f} min "
+            print(f"[collect] {label}: {len(played)} of {len(tasks)} {unit} in the {max_minutes:.1f} min "
                   "the time budget gives; the rest are skipped", flush=True)  # fmt: skip
             break
         played += play(list(tasks[first : first + size]))

@@ -148,7 +148,12 @@ class FidelityMeter:
 
 
 def teacher_forced_eval(
-    experience, trajectories: Sequence[Trajectory], done_only: bool = False, skip_invalid: bool = True
+    experience,
+    trajectories: Sequence[Trajectory],
+    done_only: bool = False,
+    skip_invalid: bool = True,
+    max_minutes: float | None = None,
+    chunk: int = 32,
 ) -> dict[str, float]:
     """One step from every real (state, action) of ``trajectories`` through ``experience.predict``.
 
@@ -162,13 +167,22 @@ def teacher_forced_eval(
         trajectories: held-out real trajectories.
         done_only: only terminating steps (``terminated``; truncated-only endings are not asked).
         skip_invalid: skip invalid actions (the synthetic env answers them without the model).
+        max_minutes: ask in chunks of ``chunk`` queries and start none once this many minutes have
+            passed (a time budget; :func:`dreamgym.collect.play_in_chunks`): ``n`` then counts the steps
+            asked, the first ones. ``None``: every step.
 
     Returns:
         ``FIDELITY_KEYS`` and ``n`` (see :meth:`FidelityMeter.compute`).
     """
+    from dreamgym.collect import play_in_chunks
+
     queries, asked = teacher_forced_queries(trajectories, done_only, skip_invalid)
     meter = FidelityMeter()
-    for pred, t in zip(experience.predict(queries), asked, strict=True):
+    preds = play_in_chunks(
+        range(len(queries)), lambda idx: list(experience.predict([queries[i] for i in idx])),
+        chunk if max_minutes is not None else None, max_minutes, "fidelity", unit="steps asked",
+    )  # fmt: skip
+    for pred, t in zip(preds, asked[: len(preds)], strict=True):
         meter.update(pred, t.state, t.next_state, t.reward, terminated_of(t.done, t.truncated))
     return meter.compute()
 

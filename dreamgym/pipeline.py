@@ -211,7 +211,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     if cfg.onpolicy_tasks > 0:
         stage(
             "fidelity_onpolicy", fidelity_stage, {"experience_model": exp, "experience_model_onpolicy": sim},
-            episodes["policy_sft"], d / "fidelity_onpolicy.json",
+            episodes["policy_sft"], d / "fidelity_onpolicy.json", _episode_minutes(budget, "fidelity_onpolicy"),
         )  # fmt: skip
     guard = [OFFLINE_ONLY_ARG] if cfg.offline_only else []  # last, so rl_args cannot drop it
     rl = stage(

@@ -175,8 +175,12 @@ def policy_episodes(
     return out
 
 
-def fidelity_stage(experience_models: dict[str, Path], episodes: Path, out: Path) -> Path:
-    """Teacher-forced fidelity of each experience model on the final steps of ``episodes``."""
+def fidelity_stage(
+    experience_models: dict[str, Path], episodes: Path, out: Path, max_minutes: float | None = None
+) -> Path:
+    """Teacher-forced fidelity of each experience model on the final steps of ``episodes``; with
+    ``max_minutes`` (the time budget's share, split between the models) each model is asked only the
+    steps it reaches in its share (``n`` says how many)."""
     if out.exists():
         return out
     import torch
@@ -189,7 +193,12 @@ def fidelity_stage(experience_models: dict[str, Path], episodes: Path, out: Path
 
     trajs = list(read_trajectories(episodes))
     report = {
-        name: teacher_forced_eval(ExperienceModel.from_pretrained(path).to(device), trajs, done_only=True)
+        name: teacher_forced_eval(
+            ExperienceModel.from_pretrained(path).to(device),
+            trajs,
+            done_only=True,
+            max_minutes=None if max_minutes is None else max_minutes / len(experience_models),
+        )  # fmt: skip
         for name, path in experience_models.items()
     }
     for name, m in report.items():
@@ -218,9 +227,10 @@ class TimeBudget:
     ``left`` is the time to the deadline, ``reserve`` the time kept for the stages no ``max_time`` bounds
     (collection, evaluation) and ``open_shares`` the sum of the shares of the fit stages that have not
     started yet (this one included): time an earlier stage did not use goes to the later ones, and a
-    stage whose output already exists gives its share away. The fit stops after the step or RL iteration
-    that crosses its ``max_time`` (Lightning's ``Timer``) and exports what it has: on a slower host the
-    models train fewer steps, the run still ends in time.
+    stage whose output already exists gives its share away. An SFT fit stops after the step that crosses
+    its ``max_time`` (Lightning's ``Timer``); an RL fit stops inside the iteration (its rollout asks the
+    timer before every env step, and a cut iteration is not learned from); each exports what it has: on a
+    slower host the models train fewer steps, the run still ends in time.
 
     Args:
         minutes: the whole run's budget, from the moment the budget is made.
@@ -264,9 +274,10 @@ class TimeBudget:
         print(f"[budget] {name}: max_time {minutes:.1f} min ({left:.1f} min left for fits)", flush=True)
         return [f"--trainer.max_time={_dhms(minutes)}"]
 
-    EPISODE_SHARES = {"onpolicy_rollouts": 0.3, "evaluate_policy_sft": 0.35}
+    EPISODE_SHARES = {"onpolicy_rollouts": 0.25, "evaluate_policy_sft": 0.3, "fidelity_onpolicy": 0.1}
     """The reserve's share each episode stage may use (the RL policy's evaluation plays the warm start's
-    tasks, uncapped, so that the two stay paired; the rest covers collection and fidelity)."""
+    tasks, uncapped, so that the two stay paired; the rest covers it, collection and each capped stage's
+    last chunk)."""
 
     def episode_minutes(self, name: str) -> float | None:
         """The most minutes episode stage ``name`` may start new episodes in (None: not capped)."""

@@ -247,7 +247,11 @@ class PolicyRL(L.LightningModule):
         coll = self.collector.collect(
             phase.env, self.model, self.tokenizer, tasks, self.group_size,
             max_transitions=None if phase.max_transitions is None else phase.max_transitions // world,
+            stop=self._time_is_up(),
         )  # fmt: skip
+        if self._any_rank(coll.stopped):  # the fit's max_time ran out inside this iteration
+            self._stop_on_time(phase, coll)
+            return None
         self.schedule.record(phase, self._all_ranks_sum(coll.transitions))
         extra = self._after_collect(phase, tasks, coll)
         if not coll.turns:  # nothing to learn from: every episode was cut by a simulation failure
@@ -327,6 +331,39 @@ class PolicyRL(L.LightningModule):
         for e in coll.learned_episodes:
             groups[e.group_id].append(e.reward)
         return self.curriculum.update(phase.env, tasks, groups)
+
+    def _time_is_up(self):
+        """A ``stop`` for the collector: whether the fit's ``max_time`` (Lightning's :class:`Timer`) has
+        run out (None without one). Lightning asks the timer only between training steps, and one RL
+        iteration can outlast a whole budget (a slow host, an experience model that never ends its
+        episodes), so the rollout asks it before every env step."""
+        from lightning.pytorch.callbacks import Timer
+
+        trainer = self._trainer
+        timer = (
+            None if trainer is None else next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
+        )
+        if timer is None or timer.time_remaining() is None:
+            return None
+        return lambda: timer.time_remaining() <= 0
+
+    def _any_rank(self, flag: bool) -> bool:
+        if self._trainer is None:
+            return flag
+        return bool(self.trainer.strategy.reduce_boolean_decision(flag, all=False))
+
+    def _stop_on_time(self, phase, coll: Collection) -> None:
+        """End the fit without learning from an iteration the time budget cut: its groups are incomplete
+        (the episodes still running were cut, the rest never started), so the exported policy is the one
+        after the last whole iteration, and the schedule does not count the iteration."""
+        print(
+            f"[PolicyRL] max_time ran out in iteration {self.schedule.iteration + 1} ({phase.name}) after "
+            f"{coll.transitions} env steps ({coll.seconds:.0f} s); not learned from; stopping with the policy "
+            f"of iteration {self.schedule.iteration}",
+            flush=True,
+        )
+        self.log("rollout/stopped_by_time", 1.0, on_step=True, on_epoch=False, batch_size=1)
+        self.trainer.should_stop = True
 
     def _all_ranks_sum(self, value: int) -> int:
         if self._trainer is None or self.trainer.world_size == 1:

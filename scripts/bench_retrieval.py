@@ -118,10 +118,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--jitter", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--expansion-search", type=int, nargs="+", default=[None],
-                    help="search beam widths to measure on each built index (default: usearch's, 64)")
+    ap.add_argument(
+        "--expansion-search",
+        type=int,
+        nargs="+",
+        default=[None],
+        help="search beam widths to measure on each built index (default: usearch's, 64)",
+    )
     ap.add_argument("--connectivity", type=int, default=None, help="graph degree (default: usearch's, 16)")
-    ap.add_argument("--expansion-add", type=int, default=None, help="build beam width (default: usearch's, 128)")
+    ap.add_argument(
+        "--expansion-add", type=int, default=None, help="build beam width (default: usearch's, 128)"
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)

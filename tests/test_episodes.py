@@ -53,6 +53,19 @@ def test_budget_cuts_running_episodes_and_drops_unstarted_ones():
     assert all(e.truncated and not e.terminated and len(e.actions) == 2 for e in episodes)
 
 
+def test_stop_cuts_running_episodes_like_a_budget():
+    env = LetterEnv(batch_size=[2], max_steps=10)
+    asked = []
+
+    def stop():  # "out of time" from the third question on (before the third step)
+        asked.append(1)
+        return len(asked) > 2
+
+    episodes, steps = run_episodes(env, _actor(env, {0: 5, 1: 5, 2: 1}, []), [0, 1, 2], stop=stop)
+    assert steps == 4 and [e.episode_id for e in episodes] == [0, 1]
+    assert all(e.truncated and not e.terminated and len(e.actions) == 2 for e in episodes)
+
+
 def test_on_step_runs_while_the_step_info_describes_the_step_and_groups_share_a_task():
     env = LetterEnv(batch_size=[3], max_steps=2)
     seen = []

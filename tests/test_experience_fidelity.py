@@ -93,3 +93,11 @@ def test_teacher_forced_eval_all_steps_and_final_steps_only():
 
     teacher_forced_eval(_Spy(trajs[:1]), trajs[:1], done_only=True)
     assert seen == [[a.action for a in trajs[0].transitions[:2]]]
+
+
+def test_teacher_forced_eval_under_a_time_cap_asks_the_first_chunks_only():
+    trajs = toy_trajectories(10, "test", 5)
+    oracle = _Oracle(trajs)
+    capped = teacher_forced_eval(oracle, trajs, max_minutes=0.0, chunk=4)  # the first chunk always runs
+    assert capped["n"] == 4 and capped["reward_acc"] == 1.0 and oracle.calls == 1
+    assert teacher_forced_eval(_Oracle(trajs), trajs, max_minutes=60.0, chunk=4)["n"] == 30

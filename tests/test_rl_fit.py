@@ -112,6 +112,29 @@ def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
     assert schedule2.iteration == 3 and schedule.real_transitions < schedule2.real_transitions <= 28
 
 
+def test_max_time_running_out_inside_an_iteration_stops_without_learning_from_it(
+    toy_policy, tmp_path, monkeypatch
+):
+    # Lightning asks its Timer only between training steps; the rollout asks before every env step, so an
+    # iteration that outlasts the budget is cut, not learned from, and the fit ends (issue 37: a slow host)
+    from lightning.pytorch.callbacks import Timer
+
+    asked = []
+
+    def remaining(self, stage="train"):
+        asked.append(1)
+        return 1000.0 if len(asked) <= 3 else 0.0  # iteration 1 (2 env steps) whole; out inside iteration 2
+
+    monkeypatch.setattr(Timer, "time_remaining", remaining)
+    schedule = RealSchedule(_factory(), iterations=5)
+    module = _module(toy_policy, schedule)
+    before = _snapshot(module.model)
+    _trainer(tmp_path, max_time={"hours": 1}).fit(module, RolloutDataModule(eval_tasks=2, eval_batch_tasks=2))
+    assert schedule.iteration == 1 and module.trainer.global_step == 2  # one iteration of 2 minibatches
+    assert _changed(before, module.model)
+    assert any(r.get("rollout/stopped_by_time") for r in _metrics(tmp_path))
+
+
 @pytest.mark.slow
 def test_sim2real_switches_phase_and_counts_both(toy_policy, tmp_path):
     schedule = Sim2RealSchedule(_factory(), _factory(), synthetic_iterations=1, real_budget=8)

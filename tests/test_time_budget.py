@@ -88,7 +88,8 @@ def test_episode_stages_get_their_share_of_the_reserve():
     """The reserve bounds the on-policy episodes and the warm start's evaluation; the RL evaluation plays the
     warm start's tasks uncapped so the two stay paired."""
     b = TimeBudget(50, {"policy_sft": 1.0}, reserve_minutes=14)
-    assert b.episode_minutes("evaluate_policy_sft") == pytest.approx(4.9)
-    assert b.episode_minutes("onpolicy_rollouts") == pytest.approx(4.2)
+    assert b.episode_minutes("evaluate_policy_sft") == pytest.approx(4.2)
+    assert b.episode_minutes("onpolicy_rollouts") == pytest.approx(3.5)
+    assert b.episode_minutes("fidelity_onpolicy") == pytest.approx(1.4)
     assert b.episode_minutes("evaluate_policy_rl") is None
     assert TimeBudget(50, {"policy_sft": 1.0}, reserve_minutes=0).episode_minutes("onpolicy_rollouts") == 1.0

@@ -99,6 +99,7 @@ def run_episodes(
     on_step: Callable[[int, Episode], None] | None = None,
     on_end: Callable[[Episode], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[list[Episode], int]:
     """Play ``group_size`` episodes of each task; those of ``task_indices[g]`` form group ``g``.
 
@@ -112,6 +113,9 @@ def run_episodes(
         on_step: called with ``(slot, episode)`` after each step is recorded.
         on_end: called with each episode when it ends (in the order they end).
         progress: called after every env step with the number of episodes ended so far.
+        stop: asked before every env step (e.g. "is the wall-clock budget spent?"); once it answers
+            ``True`` the running episodes are cut and the rest dropped, as when ``max_transitions`` is
+            reached. ``None``: never.
 
     Returns:
         The episodes that took at least one step, ordered by ``episode_id``, and the env steps taken.
@@ -134,7 +138,8 @@ def run_episodes(
     transitions = 0
     while any(e is not None for e in slot_ep):
         active = [i for i, e in enumerate(slot_ep) if e is not None]
-        if max_transitions is not None and transitions + len(active) > max_transitions:
+        over = max_transitions is not None and transitions + len(active) > max_transitions
+        if over or (stop is not None and stop()):
             for i in active:  # budget reached: cut the running episodes
                 ep = slot_ep[i]
                 if ep.actions:  # one cut before its first step is no episode

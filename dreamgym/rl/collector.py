@@ -41,6 +41,7 @@ class Collection:
     transitions: int  # env steps taken (each one counted once)
     generated_tokens: int
     seconds: float
+    stopped: bool = False  # ``stop`` answered True: the episodes were cut before all ended
 
     @property
     def learned_episodes(self) -> list[Episode]:
@@ -139,6 +140,7 @@ class RolloutCollector:
         max_transitions: int | None = None,
         progress: Callable[[int], None] | None = None,
         on_step: Callable[[int, Episode], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Collection:
         """Run ``group_size`` episodes of each task; episodes of task ``task_indices[g]`` form group ``g``.
 
@@ -156,6 +158,8 @@ class RolloutCollector:
                 :class:`dreamgym.progress.CountProgress`).
             on_step: called with ``(slot, episode)`` after every step, while ``env.step_info(slot)``
                 describes it (e.g. a teacher writing each step's rationale).
+            stop: asked before every env step; once ``True``, the running episodes are cut, the rest
+                dropped and ``Collection.stopped`` set (e.g. a fit's wall-clock budget is spent).
         """
         start = time.perf_counter()
         codec = ChatCodec(tokenizer, model)
@@ -168,8 +172,22 @@ class RolloutCollector:
                 sent[ep.episode_id, len(ep.actions)] = (prompts[k], responses[k], allowed)
             return self._actions(tokenizer, responses)
 
+        stopped = False
+
+        def stop_now() -> bool:
+            nonlocal stopped
+            stopped = stopped or (stop is not None and stop())
+            return stopped
+
         episodes, transitions = run_episodes(
-            env, act, task_indices, group_size, max_transitions, on_step=on_step, progress=progress
+            env,
+            act,
+            task_indices,
+            group_size,
+            max_transitions,
+            on_step=on_step,
+            progress=progress,
+            stop=stop_now,
         )
         turns, gen_tokens = [], sum(len(r) for _, r, _ in sent.values())
         for ep in episodes:
@@ -184,7 +202,7 @@ class RolloutCollector:
                          ep.invalid[t], ep.task_index, ep.group_id, ep.episode_id, t, allowed,
                          state_key(ep.states[t]))
                 )  # fmt: skip
-        return Collection(turns, episodes, transitions, gen_tokens, time.perf_counter() - start)
+        return Collection(turns, episodes, transitions, gen_tokens, time.perf_counter() - start, stopped)
 
     @torch.no_grad()
     def choose(self, model, tokenizer, episodes: list[Episode], greedy: bool = True) -> list[str]:
