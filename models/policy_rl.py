@@ -48,11 +48,10 @@ from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
 from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
 from dreamgym.rl.critic import Critic
-from dreamgym.rl.losses import token_log_probs
 from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
-from dreamgym.rl.scoring import score_rollout
+from dreamgym.rl.scoring import policy_forward, score_rollout
 from dreamgym.rl.update import minibatch_updates
 from dreamgym.seeding import rng_state, run_seed, set_rng_state
 from dreamgym.strategies import check_rl_strategy
@@ -347,21 +346,14 @@ class PolicyRL(L.LightningModule):
     ) -> dict[str, torch.Tensor]:
         """The objective (:attr:`loss`) of a (micro-)batch and its parts: the forward passes here, the
         formula in :class:`~dreamgym.rl.objective.ClipPPOLoss`."""
-        shared = self.critic is not None and self.critic.shares_backbone
         # logits only from the first action position on: every token-level term lives there
-        out, start = forward_from_first_target(
-            self.model, mb.input_ids, mb.attention_mask, mb.action_mask, output_hidden_states=shared
-        )
-        allowed = mb.allowed_ids[:, start:]
-        logp = token_log_probs(out.logits, mb.input_ids[:, start:], allowed)
-        values = None
-        if self.critic is not None:
-            hidden = out.hidden_states[-1] if shared else None
-            values = self.critic.values(mb.input_ids, mb.attention_mask, mb.action_mask, hidden)
+        fwd = policy_forward(self.model, mb, self.critic)
+        start = fwd.start
         return self.loss(
-            logp, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:], out.logits, allowed,
+            fwd.log_probs, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:], fwd.logits,
+            mb.allowed_ids[:, start:],
             ref_logp=mb.ref_log_probs[:, start:] if self.loss.needs_reference else None,
-            values=values, old_values=mb.old_values, returns=mb.returns,
+            values=fwd.values, old_values=mb.old_values, returns=mb.returns,
             token_weight=token_weight, turn_weight=turn_weight,
         )  # fmt: skip
 
