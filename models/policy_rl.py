@@ -18,6 +18,8 @@ The reference is a frozen copy of the initial policy, or, with LoRA (``LanguageM
 itself with its adapters disabled (the base weights, which LoRA never changes): no second model in memory.
 A synthetic env's experience model is put on the module's device before each of its iterations
 (:meth:`~dreamgym.envs.synthetic.SyntheticEnv.place_model`; the env's ``model_device`` overrides it).
+The module asks every env the same things (:class:`~dreamgym.envs.base.TextEnvBase`'s optional
+interface: ``place_model``, ``health``, ``written_buffer``), never its class.
 DeepSpeed ZeRO-3 is refused (:meth:`setup`): see :func:`dreamgym.strategies.check_rl_strategy`.
 Validation/test run the policy greedily on a fixed set of held-out real tasks (``val/...``, ``test/...``).
 With an ``audit`` (:class:`~dreamgym.rl.audit.RewardAudit`), synthetic iterations replay a sample of
@@ -40,7 +42,6 @@ from lightning.pytorch.cli import OptimizerCallable
 from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.envs.factory import EnvFactory
-from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import forward_from_first_target
 from dreamgym.modeling.tokenizer import pad_id
@@ -240,8 +241,7 @@ class PolicyRL(L.LightningModule):
         if phase is None:
             self.trainer.should_stop = True
             return None
-        if isinstance(phase.env, SyntheticEnv):
-            phase.env.place_model(self.device)
+        phase.env.place_model(self.device)  # a synthetic env's experience model; a real env: no-op
         tasks = self._pick_tasks(phase)
         coll = self.collector.collect(
             phase.env, self.model, self.tokenizer, tasks, self.group_size,
@@ -269,8 +269,8 @@ class PolicyRL(L.LightningModule):
         metrics.update(stats)
         metrics.update({f"adv/{k}": float(v) for k, v in est_stats.items()})
         metrics.update(extra)
-        if isinstance(phase.env, SyntheticEnv):  # the synthetic env's health, cumulative
-            metrics.update({f"sim/{k}": float(v) for k, v in phase.env.health().items()})
+        # a synthetic env's health, cumulative (a real env has none)
+        metrics.update({f"sim/{k}": float(v) for k, v in phase.env.health().items()})
         metrics.update(
             {
                 "data/real_transitions": float(self.schedule.real_transitions),
@@ -414,7 +414,7 @@ class PolicyRL(L.LightningModule):
         state["replay_buffers"] = {
             name: buf.state_dict()
             for name, env in self.schedule.built_envs().items()
-            if (buf := _written_buffer(env)) is not None
+            if (buf := env.written_buffer) is not None
         }
         state["rng"] = (
             rng_state()
@@ -431,7 +431,7 @@ class PolicyRL(L.LightningModule):
         if self.audit is not None and "audit" in state:
             self.audit.load_state_dict(state["audit"])
         for name, buf_state in state.get("replay_buffers", {}).items():
-            buf = _written_buffer(self.schedule.env(name))
+            buf = self.schedule.env(name).written_buffer
             if buf is not None:
                 buf.load_state_dict(buf_state)
         # restored at the first training step, not here: Lightning draws from the torch generator between
@@ -458,8 +458,3 @@ class PolicyRL(L.LightningModule):
             for i, a in enumerate(e.actions):
                 lines.append(f"- state: `{e.states[i][:300]}`  \n  action: `{a}` (reward {e.rewards[i]:g})")
         exp.add_text(tag, "\n".join(lines), self.global_step)
-
-
-def _written_buffer(env: Any):
-    """The replay buffer a synthetic env writes its transitions back to, if any (real envs: None)."""
-    return env.written_buffer if isinstance(env, SyntheticEnv) else None

@@ -27,6 +27,16 @@ batched backend) and return :class:`TextObs` / :class:`TextStep`; envs whose tas
 implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task by id.
 
 :func:`dreamgym.envs.replay.replay_actions` plays a recorded action sequence again on one task.
+
+Optional interface: what a trainer asks of any env, with defaults that are right for a real env, so
+callers never switch on the env's class. An env that simulates (the synthetic env) overrides them:
+
+* :meth:`TextEnvBase.place_model` puts a model the env runs on the trainer's device (default: no-op);
+* :meth:`TextEnvBase.health` is the simulator's cumulative health, logged as ``sim/...`` (default: ``{}``);
+* :attr:`TextEnvBase.written_buffer` is the replay buffer the env writes its steps to, saved with a
+  checkpoint (default: ``None``);
+* :meth:`TextEnvBase.make_real_env` builds the real env the env imitates, for replaying its episodes
+  (default: ``None``, no real counterpart).
 """
 
 from __future__ import annotations
@@ -225,6 +235,25 @@ class TextEnvBase(EnvBase):
         episode's first state (e.g. ALFWorld's room description) for envs that need it.
         """
         raise NotImplementedError(f"{cls.__name__} does not infer available actions from state text")
+
+    # ------------------------------------------------ optional interface (trainers)
+    def place_model(self, device: torch.device | str) -> TextEnvBase:
+        """Put any model the env runs on ``device``; returns ``self``. Default: no-op (no model)."""
+        return self
+
+    def health(self) -> dict[str, float]:
+        """Cumulative health numbers of a simulated env (RL logs them as ``sim/<key>``). Default: ``{}``."""
+        return {}
+
+    @property
+    def written_buffer(self):
+        """The replay buffer this env adds its transitions to (checkpointed with RL). Default: ``None``."""
+        return None
+
+    def make_real_env(self, **kwargs) -> TextEnvBase | None:
+        """A new instance of the real env this env imitates (``kwargs`` go to its constructor), to replay
+        its episodes in. Default: ``None``, no real counterpart (a real env is its own)."""
+        return None
 
     # ------------------------------------------------------------- public API
     def num_tasks(self, split: str | None = None) -> int:

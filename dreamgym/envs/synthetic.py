@@ -210,7 +210,7 @@ class SyntheticEnv(TextEnvBase):
         return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward)
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
-        """Put the experience model on ``device`` unless ``model_device`` is configured (then it stays
+        """(:class:`TextEnvBase` interface) Put the experience model on ``device`` unless ``model_device`` is configured (then it stays
         there); a no-op when it is already in place. Returns ``self``. (TorchRL's ``EnvBase.to`` moves the
         env's specs and outputs instead, which stay on the CPU here.)"""
         if self.model_device is None:
@@ -218,7 +218,7 @@ class SyntheticEnv(TextEnvBase):
         return self
 
     def make_real_env(self, **kwargs) -> TextEnvBase:
-        """A new instance of the imitated real env on the split of the task pool ("train"), with one
+        """(:class:`TextEnvBase` interface) A new instance of the imitated real env on the split of the task pool ("train"), with one
         slot and this env's ``max_steps``; ``kwargs`` go to its constructor (e.g. WebShop's ``data_dir``).
 
         Pool tasks taken from real trajectories keep their real task ids, so
@@ -353,11 +353,13 @@ class SyntheticEnv(TextEnvBase):
 
     @property
     def written_buffer(self):
-        """The replay buffer this env writes its transitions back to (None without ``write_back``)."""
+        """(:class:`TextEnvBase` interface) The replay buffer this env writes its transitions back to
+        (None without ``write_back``)."""
         return self.experience.buffer if self.write_back else None
 
     def health(self) -> dict[str, float]:
-        """Cumulative ``sim_error_rate`` and ``cut_rate`` (logged as ``sim/...`` during RL)."""
+        """(:class:`TextEnvBase` interface) Cumulative ``sim_error_rate`` and ``cut_rate`` (logged as
+        ``sim/...`` during RL)."""
         return {"sim_error_rate": self.sim_error_rate, "cut_rate": self.cut_rate}
 
     @property
