@@ -56,6 +56,7 @@ from dreamgym.rl.scoring import policy_forward, score_rollout
 from dreamgym.rl.update import minibatch_updates
 from dreamgym.seeding import rng_state, run_seed, set_rng_state
 from dreamgym.strategies import check_rl_strategy
+from models.attached import attached_trainer
 
 __all__ = ["PolicyRL"]
 
@@ -236,7 +237,8 @@ class PolicyRL(L.LightningModule):
         if self._resume_rng is not None:  # a resumed fit continues the random stream it saved
             set_rng_state(self._resume_rng)
             self._resume_rng = None
-        world = max(1, self.trainer.world_size if self._trainer is not None else 1)
+        trainer = attached_trainer(self)
+        world = max(1, trainer.world_size if trainer is not None else 1)
         phase = self.schedule.next_phase(self.tasks_per_batch * self.group_size * world)
         if phase is None:
             self.trainer.should_stop = True
@@ -296,7 +298,8 @@ class PolicyRL(L.LightningModule):
 
     def _pick_tasks(self, phase) -> list[int]:
         env = phase.env
-        rank, world = (self.global_rank, self.trainer.world_size) if self._trainer is not None else (0, 1)
+        trainer = attached_trainer(self)
+        rank, world = (self.global_rank, trainer.world_size) if trainer is not None else (0, 1)
         if self.curriculum is not None and not phase.is_real:
             tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
         else:
@@ -328,10 +331,11 @@ class PolicyRL(L.LightningModule):
         return self.curriculum.update(phase.env, tasks, groups)
 
     def _all_ranks_sum(self, value: int) -> int:
-        if self._trainer is None or self.trainer.world_size == 1:
+        trainer = attached_trainer(self)
+        if trainer is None or trainer.world_size == 1:
             return int(value)
         t = torch.tensor(float(value), device=self.device)
-        return int(self.trainer.strategy.reduce(t, reduce_op="sum").item())
+        return int(trainer.strategy.reduce(t, reduce_op="sum").item())
 
     def _pad_id(self) -> int:
         return pad_id(self.tokenizer)
@@ -447,7 +451,7 @@ class PolicyRL(L.LightningModule):
 
     # ----------------------------------------------------------------- logging
     def _log_text(self, tag: str, coll: Collection) -> None:
-        exp = getattr(self.logger, "experiment", None) if self._trainer is not None else None
+        exp = getattr(self.logger, "experiment", None) if attached_trainer(self) is not None else None
         if exp is None or not hasattr(exp, "add_text") or self.log_samples <= 0:
             return
         lines = []
