@@ -24,7 +24,8 @@ Reset picks tasks reproducibly: put ``task_index`` (B, 1) int64 in the reset ten
 sample), or call :meth:`TextEnvBase.queue_tasks` before ``reset``. Subclasses implement the per-slot
 hooks ``_num_tasks``, ``_start``, ``_act`` (or the batch hooks ``_start_slots`` / ``_act_slots`` for a
 batched backend) and return :class:`TextObs` / :class:`TextStep`; envs whose tasks have stable ids
-implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task by id.
+implement ``_task_ids`` too, so :meth:`TextEnvBase.task_ids` lists them and
+:meth:`TextEnvBase.task_index_of` finds a task by id.
 
 :func:`dreamgym.envs.replay.replay_actions` plays a recorded action sequence again on one task.
 
@@ -260,6 +261,11 @@ class TextEnvBase(EnvBase):
         """How many tasks ``split`` (default: this env's split) holds."""
         return self._num_tasks(split or self.split)
 
+    def task_ids(self, split: str | None = None) -> list[str] | None:
+        """The task ids of ``split`` (default: this env's split) in task-index order; ``None`` if this env
+        has no stable task ids."""
+        return self._task_ids(split or self.split)
+
     def task_index_of(self, task_id: str, split: str | None = None) -> int | None:
         """The index of the task with id ``task_id`` in ``split`` (default: this env's split).
 
@@ -268,7 +274,7 @@ class TextEnvBase(EnvBase):
         """
         split = split or self.split
         if split not in self._task_index:
-            ids = self._task_ids(split) or []
+            ids = self.task_ids(split) or []
             self._task_index[split] = {t: i for i, t in reversed(list(enumerate(ids)))}  # first wins
         return self._task_index[split].get(task_id)
 
