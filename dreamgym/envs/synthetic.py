@@ -43,27 +43,21 @@ and testing convenience only (``make_env("synthetic")`` in the registry test), n
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from dreamgym._imports import resolve
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
+from dreamgym.envs.registry import env_factory, imitable_envs
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
 from dreamgym.modeling.judge import check_reward_mode
 from dreamgym.schema import Transition, is_success, read_trajectories
 
-__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "REAL_ENVS"]
-
-REAL_ENVS = {
-    "webshop": "dreamgym.envs.webshop.env:WebShopEnv",
-    "alfworld": "dreamgym.envs.alfworld.env:ALFWorldEnv",
-    "web": "dreamgym.envs.web.env:WebEnv",
-}
-"""Imitated env name -> class (for ``infer_available_actions`` and ``max_steps``)."""
+__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories"]
 
 
 @dataclass
@@ -91,11 +85,12 @@ def tasks_from_trajectories(paths: Sequence[str | os.PathLike], split: str = "tr
 
 
 def _real_env_class(name: str):
-    target = REAL_ENVS.get(name, name)
-    if ":" not in target:
-        raise ValueError(f"real_env={name!r} is unknown; use one of {sorted(REAL_ENVS)} or 'module:Class'")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+    """The class of the imitated env: a registered imitable env's (:func:`imitable_envs`), or ``module:Class``."""
+    if name in imitable_envs():
+        return env_factory(name)
+    if ":" not in name:
+        raise ValueError(f"real_env={name!r} is unknown; use one of {imitable_envs()} or 'module:Class'")
+    return resolve(name)
 
 
 class SyntheticEnv(TextEnvBase):
@@ -104,7 +99,8 @@ class SyntheticEnv(TextEnvBase):
     Args:
         experience: the experience model (None: a tiny untrained one, for spec checks and tests only).
         tasks: the task pool (default: one built-in WebShop-like task, for spec checks).
-        real_env: the imitated env ("webshop", "alfworld" or "module:Class"); gives the action rule.
+        real_env: the imitated env: a registered imitable env ("webshop", "alfworld", "web":
+            :func:`~dreamgym.envs.registry.imitable_envs`) or "module:Class"; gives the action rule.
         batch_size: parallel episodes.
         max_steps: step limit per episode (truncation), as in the real env.
         seed: seed for task sampling.
