@@ -4,6 +4,7 @@ import pytest
 from rl_toy import LetterEnv
 
 from dreamgym.envs.episodes import Episode, run_episodes, trajectory_metrics
+from dreamgym.envs.replay import replay_actions
 
 
 def _actor(env, lengths: dict[int, int], log: list):
@@ -91,3 +92,18 @@ def test_what_an_actor_records_travels_with_its_step():
     fresh.record_generated("turn 0")
     with pytest.raises(RuntimeError, match="once per act call"):
         fresh.record_generated("a second record of turn 0")
+
+
+def test_replay_applies_the_recorded_actions_until_the_env_ends_the_episode():
+    env = LetterEnv(batch_size=[1], max_steps=3)  # task 1: the letter "a"
+    seen = []
+    won = replay_actions(env, 1, ["", "zzz", "cat", "dog"], on_step=lambda i, e: seen.append(i))
+    assert (won.steps, won.reward, won.success, won.terminated, won.score) == (3, 1.0, True, True, 1.0)
+    assert won.states == ["empty page", "you said zzz", "you said cat"] and seen == [0, 1, 2]
+    cut = replay_actions(env, 1, ["x", "y"])  # the actions run out before the episode ends
+    assert (cut.steps, cut.success, cut.terminated) == (2, False, False)
+    limit = replay_actions(env, 1, ["x", "y", "z", "cat"])  # truncated at max_steps: "cat" is never said
+    assert (limit.steps, limit.success, limit.terminated) == (3, False, False)
+    assert replay_actions(env, 1, []).steps == 0  # a reset only
+    with pytest.raises(ValueError, match="batch size 1"):
+        replay_actions(LetterEnv(batch_size=[2]), 1, ["a"])

@@ -1,7 +1,8 @@
 """THE episode loop: play episodes of any :class:`~dreamgym.envs.base.TextEnvBase` with any actor.
 
-Offline collection (scripted agents, :mod:`dreamgym.collect`), policy evaluation and RL rollouts
-(:class:`dreamgym.rl.collector.RolloutCollector`) all run :func:`run_episodes`; they differ only in the
+Offline collection (scripted agents, :mod:`dreamgym.collect`), policy evaluation, RL rollouts
+(:class:`dreamgym.rl.collector.RolloutCollector`) and replays of recorded actions
+(:func:`dreamgym.envs.replay.replay_actions`) all run :func:`run_episodes`; they differ only in the
 actor that chooses the actions and in what they keep of each step.
 
 Every env slot holds one episode. More episodes than slots run in waves: the next ``batch_size``
