@@ -85,7 +85,7 @@ def tasks_from_trajectories(paths: Sequence[str | os.PathLike], split: str = "tr
 
 
 def _real_env_class(name: str):
-    """The class of the imitated env: a registered imitable env's (:func:`imitable_envs`), or ``module:Class``."""
+    """The imitated env's class: a registered imitable env's (:func:`imitable_envs`), or ``module:Class``."""
     if name in imitable_envs():
         return env_factory(name)
     if ":" not in name:
@@ -206,16 +206,17 @@ class SyntheticEnv(TextEnvBase):
         return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward)
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
-        """(:class:`TextEnvBase` interface) Put the experience model on ``device`` unless ``model_device`` is configured (then it stays
-        there); a no-op when it is already in place. Returns ``self``. (TorchRL's ``EnvBase.to`` moves the
-        env's specs and outputs instead, which stay on the CPU here.)"""
+        """(:class:`TextEnvBase` interface) Put the experience model on ``device`` unless ``model_device``
+        is configured (then it stays there); a no-op when it is already in place. Returns ``self``.
+        (TorchRL's ``EnvBase.to`` moves the env's specs and outputs instead, which stay on the CPU here.)"""
         if self.model_device is None:
             self.experience.to(device)
         return self
 
     def make_real_env(self, **kwargs) -> TextEnvBase:
-        """(:class:`TextEnvBase` interface) A new instance of the imitated real env on the split of the task pool ("train"), with one
-        slot and this env's ``max_steps``; ``kwargs`` go to its constructor (e.g. WebShop's ``data_dir``).
+        """(:class:`TextEnvBase` interface) A new instance of the imitated real env on the split of the
+        task pool ("train"), with one slot and this env's ``max_steps``; ``kwargs`` go to its constructor
+        (e.g. WebShop's ``data_dir``).
 
         Pool tasks taken from real trajectories keep their real task ids, so
         ``make_real_env().task_index_of(task.task_id)`` finds them; curriculum variations are not found.
