@@ -37,6 +37,7 @@ from dreamgym.modeling.sft import PROMPT, encode_examples, experience_sft_loss
 from dreamgym.modeling.structured import generate_outcomes
 from dreamgym.optim import configure_optimization
 from dreamgym.retrieval import ReplayBuffer
+from models.attached import attached_trainer
 
 __all__ = ["ExperienceSFT", "ExperienceSource"]
 
@@ -234,7 +235,8 @@ class ExperienceSFT(L.LightningModule):
     def export(self, path: str | None = None, buffer: ReplayBuffer | None = None) -> Path:
         """Save the model as an :class:`ExperienceModel` directory (HF model + tokenizer + format + the
         replay buffer: ``buffer``, else the data module's)."""
-        log_dir = self.trainer.log_dir if self._trainer is not None else None
+        trainer = attached_trainer(self)
+        log_dir = trainer.log_dir if trainer is not None else None
         target = Path(path or self.export_dir or Path(log_dir or ".") / "hf")
         return export_atomically(
             target,

@@ -18,6 +18,8 @@ The reference is a frozen copy of the initial policy, or, with LoRA (``LanguageM
 itself with its adapters disabled (the base weights, which LoRA never changes): no second model in memory.
 A synthetic env's experience model is put on the module's device before each of its iterations
 (:meth:`~dreamgym.envs.synthetic.SyntheticEnv.place_model`; the env's ``model_device`` overrides it).
+The module asks every env the same things (:class:`~dreamgym.envs.base.TextEnvBase`'s optional
+interface: ``place_model``, ``health``, ``written_buffer``), never its class.
 DeepSpeed ZeRO-3 is refused (:meth:`setup`): see :func:`dreamgym.strategies.check_rl_strategy`.
 Validation/test run the policy greedily on a fixed set of held-out real tasks (``val/...``, ``test/...``).
 With an ``audit`` (:class:`~dreamgym.rl.audit.RewardAudit`), synthetic iterations replay a sample of
@@ -40,7 +42,6 @@ from lightning.pytorch.cli import OptimizerCallable
 from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.envs.factory import EnvFactory
-from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.modeling.factory import LanguageModel, export_model
 from dreamgym.modeling.forward import forward_from_first_target
 from dreamgym.modeling.tokenizer import pad_id
@@ -48,14 +49,14 @@ from dreamgym.rl.advantages import AdvantageEstimator, GRPOAdvantage
 from dreamgym.rl.audit import RewardAudit
 from dreamgym.rl.collector import Collection, RolloutCollector
 from dreamgym.rl.critic import Critic
-from dreamgym.rl.losses import token_log_probs
 from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import RolloutBatch, build_rollout_batch
 from dreamgym.rl.schedules import Schedule
-from dreamgym.rl.scoring import score_rollout
+from dreamgym.rl.scoring import policy_forward, score_rollout
 from dreamgym.rl.update import minibatch_updates
 from dreamgym.seeding import rng_state, run_seed, set_rng_state
 from dreamgym.strategies import check_rl_strategy
+from models.attached import attached_trainer
 
 __all__ = ["PolicyRL"]
 
@@ -236,13 +237,13 @@ class PolicyRL(L.LightningModule):
         if self._resume_rng is not None:  # a resumed fit continues the random stream it saved
             set_rng_state(self._resume_rng)
             self._resume_rng = None
-        world = max(1, self.trainer.world_size if self._trainer is not None else 1)
+        trainer = attached_trainer(self)
+        world = max(1, trainer.world_size if trainer is not None else 1)
         phase = self.schedule.next_phase(self.tasks_per_batch * self.group_size * world)
         if phase is None:
             self.trainer.should_stop = True
             return None
-        if isinstance(phase.env, SyntheticEnv):
-            phase.env.place_model(self.device)
+        phase.env.place_model(self.device)  # a synthetic env's experience model; a real env: no-op
         tasks = self._pick_tasks(phase)
         coll = self.collector.collect(
             phase.env, self.model, self.tokenizer, tasks, self.group_size,
@@ -274,8 +275,8 @@ class PolicyRL(L.LightningModule):
         metrics.update(stats)
         metrics.update({f"adv/{k}": float(v) for k, v in est_stats.items()})
         metrics.update(extra)
-        if isinstance(phase.env, SyntheticEnv):  # the synthetic env's health, cumulative
-            metrics.update({f"sim/{k}": float(v) for k, v in phase.env.health().items()})
+        # a synthetic env's health, cumulative (a real env has none)
+        metrics.update({f"sim/{k}": float(v) for k, v in phase.env.health().items()})
         metrics.update(
             {
                 "data/real_transitions": float(self.schedule.real_transitions),
@@ -301,7 +302,8 @@ class PolicyRL(L.LightningModule):
 
     def _pick_tasks(self, phase) -> list[int]:
         env = phase.env
-        rank, world = (self.global_rank, self.trainer.world_size) if self._trainer is not None else (0, 1)
+        trainer = attached_trainer(self)
+        rank, world = (self.global_rank, trainer.world_size) if trainer is not None else (0, 1)
         if self.curriculum is not None and not phase.is_real:
             tasks = self.curriculum.next_tasks(env, self.tasks_per_batch * world)
         else:
@@ -339,7 +341,7 @@ class PolicyRL(L.LightningModule):
         episodes), so the rollout asks it before every env step."""
         from lightning.pytorch.callbacks import Timer
 
-        trainer = self._trainer
+        trainer = attached_trainer(self)
         timer = (
             None if trainer is None else next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
         )
@@ -348,9 +350,8 @@ class PolicyRL(L.LightningModule):
         return lambda: timer.time_remaining() <= 0
 
     def _any_rank(self, flag: bool) -> bool:
-        if self._trainer is None:
-            return flag
-        return bool(self.trainer.strategy.reduce_boolean_decision(flag, all=False))
+        trainer = attached_trainer(self)
+        return flag if trainer is None else bool(trainer.strategy.reduce_boolean_decision(flag, all=False))
 
     def _stop_on_time(self, phase, coll: Collection) -> None:
         """End the fit without learning from an iteration the time budget cut: its groups are incomplete
@@ -366,10 +367,11 @@ class PolicyRL(L.LightningModule):
         self.trainer.should_stop = True
 
     def _all_ranks_sum(self, value: int) -> int:
-        if self._trainer is None or self.trainer.world_size == 1:
+        trainer = attached_trainer(self)
+        if trainer is None or trainer.world_size == 1:
             return int(value)
         t = torch.tensor(float(value), device=self.device)
-        return int(self.trainer.strategy.reduce(t, reduce_op="sum").item())
+        return int(trainer.strategy.reduce(t, reduce_op="sum").item())
 
     def _pad_id(self) -> int:
         return pad_id(self.tokenizer)
@@ -384,21 +386,14 @@ class PolicyRL(L.LightningModule):
     ) -> dict[str, torch.Tensor]:
         """The objective (:attr:`loss`) of a (micro-)batch and its parts: the forward passes here, the
         formula in :class:`~dreamgym.rl.objective.ClipPPOLoss`."""
-        shared = self.critic is not None and self.critic.shares_backbone
         # logits only from the first action position on: every token-level term lives there
-        out, start = forward_from_first_target(
-            self.model, mb.input_ids, mb.attention_mask, mb.action_mask, output_hidden_states=shared
-        )
-        allowed = mb.allowed_ids[:, start:]
-        logp = token_log_probs(out.logits, mb.input_ids[:, start:], allowed)
-        values = None
-        if self.critic is not None:
-            hidden = out.hidden_states[-1] if shared else None
-            values = self.critic.values(mb.input_ids, mb.attention_mask, mb.action_mask, hidden)
+        fwd = policy_forward(self.model, mb, self.critic)
+        start = fwd.start
         return self.loss(
-            logp, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:], out.logits, allowed,
+            fwd.log_probs, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:], fwd.logits,
+            mb.allowed_ids[:, start:],
             ref_logp=mb.ref_log_probs[:, start:] if self.loss.needs_reference else None,
-            values=values, old_values=mb.old_values, returns=mb.returns,
+            values=fwd.values, old_values=mb.old_values, returns=mb.returns,
             token_weight=token_weight, turn_weight=turn_weight,
         )  # fmt: skip
 
@@ -459,7 +454,7 @@ class PolicyRL(L.LightningModule):
         state["replay_buffers"] = {
             name: buf.state_dict()
             for name, env in self.schedule.built_envs().items()
-            if (buf := _written_buffer(env)) is not None
+            if (buf := env.written_buffer) is not None
         }
         state["rng"] = (
             rng_state()
@@ -476,7 +471,7 @@ class PolicyRL(L.LightningModule):
         if self.audit is not None and "audit" in state:
             self.audit.load_state_dict(state["audit"])
         for name, buf_state in state.get("replay_buffers", {}).items():
-            buf = _written_buffer(self.schedule.env(name))
+            buf = self.schedule.env(name).written_buffer
             if buf is not None:
                 buf.load_state_dict(buf_state)
         # restored at the first training step, not here: Lightning draws from the torch generator between
@@ -492,7 +487,7 @@ class PolicyRL(L.LightningModule):
 
     # ----------------------------------------------------------------- logging
     def _log_text(self, tag: str, coll: Collection) -> None:
-        exp = getattr(self.logger, "experiment", None) if self._trainer is not None else None
+        exp = getattr(self.logger, "experiment", None) if attached_trainer(self) is not None else None
         if exp is None or not hasattr(exp, "add_text") or self.log_samples <= 0:
             return
         lines = []
@@ -503,8 +498,3 @@ class PolicyRL(L.LightningModule):
             for i, a in enumerate(e.actions):
                 lines.append(f"- state: `{e.states[i][:300]}`  \n  action: `{a}` (reward {e.rewards[i]:g})")
         exp.add_text(tag, "\n".join(lines), self.global_step)
-
-
-def _written_buffer(env: Any):
-    """The replay buffer a synthetic env writes its transitions back to, if any (real envs: None)."""
-    return env.written_buffer if isinstance(env, SyntheticEnv) else None

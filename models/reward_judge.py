@@ -23,6 +23,7 @@ import dreamgym.envs  # noqa: F401  (registers the judge's page views)
 from dreamgym.checkpoint_io import check_export_dir, export_atomically
 from dreamgym.fidelity import binary_metrics
 from dreamgym.modeling.judge import JudgeBackbone
+from models.attached import attached_trainer
 
 __all__ = ["RewardJudgeFit"]
 
@@ -114,6 +115,7 @@ class RewardJudgeFit(L.LightningModule):
 
     def export(self, path: str | None = None) -> Path:
         """Save the judge (:meth:`RewardJudge.save_pretrained`) to ``path``, ``export_dir`` or ``<log_dir>/judge``."""
-        log_dir = self.trainer.log_dir if self._trainer is not None else None
+        trainer = attached_trainer(self)
+        log_dir = trainer.log_dir if trainer is not None else None
         target = Path(path or self.export_dir or Path(log_dir or ".") / "judge")
         return export_atomically(target, self.judge.save_pretrained)

@@ -78,3 +78,14 @@ def test_bad_task_index():
     env = CountEnv(batch_size=[1])
     with pytest.raises(IndexError, match="out of range"):
         env.queue_tasks([7])
+
+
+def test_task_ids_are_listed_in_task_index_order():
+    class NamedCountEnv(CountEnv):
+        def _task_ids(self, split):
+            return [f"{split}-{i}" for i in range(3)]
+
+    env = NamedCountEnv(split="val")
+    assert env.task_ids() == ["val-0", "val-1", "val-2"] and env.task_ids("test")[0] == "test-0"
+    assert env.task_index_of("val-2") == 2 and env.task_index_of("test-2") is None
+    assert CountEnv().task_ids() is None  # no stable ids

@@ -1,8 +1,10 @@
 """The one episode loop (`dreamgym.envs.episodes.run_episodes`): waves, budgets, hooks, schema records."""
 
+import pytest
 from rl_toy import LetterEnv
 
-from dreamgym.envs.episodes import run_episodes, trajectory_metrics
+from dreamgym.envs.episodes import Episode, run_episodes, trajectory_metrics
+from dreamgym.envs.replay import replay_actions
 
 
 def _actor(env, lengths: dict[int, int], log: list):
@@ -84,3 +86,37 @@ def test_on_step_runs_while_the_step_info_describes_the_step_and_groups_share_a_
     ]
     assert all(e.truncated and not e.terminated for e in episodes)
     assert seen[:3] == [(0, 0, 1), (1, 1, 1), (2, 2, 1)] and len(seen) == 8
+
+
+def test_what_an_actor_records_travels_with_its_step():
+    env = LetterEnv(batch_size=[2], max_steps=10)
+    inner = _actor(env, {0: 1, 1: 3, 2: 2}, [])
+
+    def act(slots, episodes):
+        actions = inner(slots, episodes)
+        for ep, a in zip(episodes, actions, strict=True):
+            ep.record_generated((ep.episode_id, len(ep.actions), a))
+        return actions
+
+    episodes, _ = run_episodes(env, act, [0, 1, 2])  # two waves, slots refilled: ids must not mix
+    for ep in episodes:
+        assert ep.generated == [(ep.episode_id, t, a) for t, a in enumerate(ep.actions)]
+    fresh = Episode(episode_id=7, task_index=0, group_id=0)
+    fresh.record_generated("turn 0")
+    with pytest.raises(RuntimeError, match="once per act call"):
+        fresh.record_generated("a second record of turn 0")
+
+
+def test_replay_applies_the_recorded_actions_until_the_env_ends_the_episode():
+    env = LetterEnv(batch_size=[1], max_steps=3)  # task 1: the letter "a"
+    seen = []
+    won = replay_actions(env, 1, ["", "zzz", "cat", "dog"], on_step=lambda i, e: seen.append(i))
+    assert (won.steps, won.reward, won.success, won.terminated, won.score) == (3, 1.0, True, True, 1.0)
+    assert won.states == ["empty page", "you said zzz", "you said cat"] and seen == [0, 1, 2]
+    cut = replay_actions(env, 1, ["x", "y"])  # the actions run out before the episode ends
+    assert (cut.steps, cut.success, cut.terminated) == (2, False, False)
+    limit = replay_actions(env, 1, ["x", "y", "z", "cat"])  # truncated at max_steps: "cat" is never said
+    assert (limit.steps, limit.success, limit.terminated) == (3, False, False)
+    assert replay_actions(env, 1, []).steps == 0  # a reset only
+    with pytest.raises(ValueError, match="batch size 1"):
+        replay_actions(LetterEnv(batch_size=[2]), 1, ["a"])

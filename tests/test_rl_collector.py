@@ -27,6 +27,12 @@ def test_collect_groups_and_counts(toy_lm):
     assert all(e.instruction.endswith("letter " + "eaotisnr"[e.task_index]) for e in out.episodes)
     # every env step was counted exactly once and became one turn
     assert out.transitions == len(out.turns) == sum(len(e.actions) for e in out.episodes)
+    # each turn's tokens are those its episode recorded for that step
+    recorded = [(e.episode_id, t, g) for e in out.episodes for t, g in enumerate(e.generated)]
+    assert [(t.episode_id, t.turn, t.prompt_ids, t.response_ids) for t in out.turns] == [
+        (i, t, g.prompt_ids, g.response_ids) for i, t, g in recorded
+    ]
+    assert out.generated_tokens == sum(len(t.response_ids) for t in out.turns)
     assert all(1 <= len(e.actions) <= 3 for e in out.episodes)
     # turns ordered by episode then step; the last turn of each episode is done
     batch = build_rollout_batch(out.turns, pad_id=tok.pad_token_id)

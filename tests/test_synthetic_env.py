@@ -147,6 +147,20 @@ def test_batched_steps_reward_reasoning_actions_and_write_back():
     assert len(buf) == 12 + 2 and buf.transitions[-1].source == "synthetic"
 
 
+def test_the_optional_env_interface_real_defaults_and_synthetic_overrides():
+    """What a trainer asks of any env (TextEnvBase): a real env's defaults, the synthetic env's answers."""
+    real = make_env("webshop", batch_size=[1])
+    assert real.place_model("cpu") is real and real.health() == {}
+    assert real.written_buffer is None and real.make_real_env() is None
+    buf = ReplayBuffer(HashingEncoder(dim=32))
+    syn = SyntheticEnv(ScriptedExperience([], buffer=buf), [TASK], write_back=True, max_steps=7)
+    assert syn.place_model("cpu") is syn and set(syn.health()) == {"sim_error_rate", "cut_rate"}
+    assert syn.written_buffer is buf
+    assert SyntheticEnv(ScriptedExperience([], buffer=buf), [TASK]).written_buffer is None  # no write_back
+    twin = syn.make_real_env()
+    assert isinstance(twin, WebShopEnv) and twin.max_steps == 7 and twin.batch_size == torch.Size([1])
+
+
 def test_from_checkpoint_and_frozen_model(tmp_path):
     from dreamgym.envs.synthetic import _tiny_untrained_experience
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import torch
 
-from dreamgym.modeling.forward import forward_from_first_target
+from dreamgym.rl.critic import ValueHead
 from dreamgym.rl.losses import token_log_probs
 from dreamgym.rl.objective import ClipPPOLoss
 from dreamgym.rl.rollout import Turn, build_rollout_batch
-from dreamgym.rl.scoring import score_rollout
+from dreamgym.rl.scoring import policy_forward, score_rollout
 from dreamgym.rl.update import minibatch_updates
 
 
@@ -46,6 +46,25 @@ def test_scoring_matches_one_full_width_forward(tiny_lm):
     assert torch.allclose(batch.old_log_probs, expected, atol=1e-5)
 
 
+def test_scoring_and_the_update_share_one_forward(tiny_lm):
+    """``policy_forward`` is the training step's forward; without grad it gives what scoring stored."""
+    model, _ = tiny_lm.build()
+    critic = ValueHead()
+    critic.bind(model)
+    batch = _rollout(model.config.vocab_size)
+    score_rollout(batch, model, critic=critic, batch_size=3)
+    model.eval()
+    fwd = policy_forward(model, batch, critic)
+    act = batch.action_mask[:, fwd.start :]
+    assert fwd.logits.shape[:2] == fwd.log_probs.shape == act.shape
+    torch.testing.assert_close(fwd.log_probs.detach() * act, batch.old_log_probs[:, fwd.start :])
+    assert batch.old_log_probs[:, : fwd.start].abs().max() == 0
+    torch.testing.assert_close(fwd.values.detach(), batch.old_values, rtol=1e-5, atol=1e-6)
+    (fwd.log_probs[act].sum() + fwd.values.sum()).backward()  # it is the differentiable training forward
+    assert all(p.grad is not None for p in critic.parameters())
+    assert policy_forward(model, batch).values is None
+
+
 def test_micro_batches_accumulate_the_whole_minibatch_gradient(tiny_lm):
     model, _ = tiny_lm.build()
     batch = _rollout(model.config.vocab_size)
@@ -55,10 +74,10 @@ def test_micro_batches_accumulate_the_whole_minibatch_gradient(tiny_lm):
     model.train()
 
     def loss_fn(mb, w_tok, w_turn):
-        out, start = forward_from_first_target(model, mb.input_ids, mb.attention_mask, mb.action_mask)
-        logp = token_log_probs(out.logits, mb.input_ids[:, start:])
-        return loss(logp, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:], out.logits,
-                    token_weight=w_tok, turn_weight=w_turn)  # fmt: skip
+        fwd = policy_forward(model, mb)
+        start = fwd.start
+        return loss(fwd.log_probs, mb.old_log_probs[:, start:], mb.advantages, mb.action_mask[:, start:],
+                    fwd.logits, token_weight=w_tok, turn_weight=w_turn)  # fmt: skip
 
     grads = []
 

@@ -150,6 +150,13 @@ def test_human_and_synthetic_goals(tmp_path):
         "Find me organic tea with color: red, and size: s",
     ]
     assert all(g.weight == pytest.approx(0.5) for g in sg)
+    # derived once per catalog (Catalog.memo): a second call returns the very same goals
+    assert build_goals(cat, human=False) is sg and split_goals(cat) is split_goals(cat)
+    built = []
+    assert (
+        cat.memo("k", lambda: built.append(1) or "v") == cat.memo("k", lambda: built.append(2) or "w") == "v"
+    )
+    assert built == [1]
 
 
 def test_bundled_catalog_size_and_splits():

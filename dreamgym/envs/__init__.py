@@ -1,37 +1,32 @@
 """Text environments sharing one key layout (:class:`TextEnvBase`) and one registry (:func:`make_env`).
 
 Env classes are imported lazily (``from dreamgym.envs import WebShopEnv`` loads only WebShop), so
-importing this package never pulls in another env's optional dependencies.
+importing this package never pulls in another env's optional dependencies; which classes there are is
+read off the registry (:mod:`dreamgym.envs.registry`, the one table of envs).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from dreamgym._imports import resolve
 from dreamgym.envs.base import TextEnvBase
 from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
-from dreamgym.envs.registry import make_env, register_env, registered_envs
+from dreamgym.envs.registry import exported_env_classes, make_env, register_env, registered_envs
 from dreamgym.envs.webshop.checks import webshop_page_summary
 from dreamgym.modeling.judge import register_page_view
 
 register_page_view("webshop", webshop_page_summary)  # the reward judge's view of a WebShop page
 
 __all__ = [
-    "TextEnvBase", "WebShopEnv", "ALFWorldEnv", "SyntheticEnv", "WebEnv", "EnvFactory", "SyntheticEnvFactory",
-    "make_env", "register_env", "registered_envs",
+    "TextEnvBase", "EnvFactory", "SyntheticEnvFactory", "make_env", "register_env", "registered_envs",
+    *exported_env_classes(),  # WebShopEnv, ALFWorldEnv, WebEnv, SyntheticEnv, ...: the registry's, lazily
 ]  # fmt: skip
-
-_LAZY = {
-    "WebShopEnv": "dreamgym.envs.webshop.env",
-    "ALFWorldEnv": "dreamgym.envs.alfworld.env",
-    "SyntheticEnv": "dreamgym.envs.synthetic",
-    "WebEnv": "dreamgym.envs.web.env",
-}
-"""Lazily exported env classes: name -> module. Other envs add one line here."""
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'dreamgym.envs' has no attribute {name!r}")
+    """An env class of the registry (:func:`~dreamgym.envs.registry.exported_env_classes`), imported now."""
+    target = exported_env_classes().get(name)
+    if target is None:
+        raise AttributeError(f"module 'dreamgym.envs' has no attribute {name!r}")
+    return resolve(target)

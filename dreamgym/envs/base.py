@@ -24,9 +24,20 @@ Reset picks tasks reproducibly: put ``task_index`` (B, 1) int64 in the reset ten
 sample), or call :meth:`TextEnvBase.queue_tasks` before ``reset``. Subclasses implement the per-slot
 hooks ``_num_tasks``, ``_start``, ``_act`` (or the batch hooks ``_start_slots`` / ``_act_slots`` for a
 batched backend) and return :class:`TextObs` / :class:`TextStep`; envs whose tasks have stable ids
-implement ``_task_ids`` too, so :meth:`TextEnvBase.task_index_of` finds a task by id.
+implement ``_task_ids`` too, so :meth:`TextEnvBase.task_ids` lists them and
+:meth:`TextEnvBase.task_index_of` finds a task by id.
 
 :func:`dreamgym.envs.replay.replay_actions` plays a recorded action sequence again on one task.
+
+Optional interface: what a trainer asks of any env, with defaults that are right for a real env, so
+callers never switch on the env's class. An env that simulates (the synthetic env) overrides them:
+
+* :meth:`TextEnvBase.place_model` puts a model the env runs on the trainer's device (default: no-op);
+* :meth:`TextEnvBase.health` is the simulator's cumulative health, logged as ``sim/...`` (default: ``{}``);
+* :attr:`TextEnvBase.written_buffer` is the replay buffer the env writes its steps to, saved with a
+  checkpoint (default: ``None``);
+* :meth:`TextEnvBase.make_real_env` builds the real env the env imitates, for replaying its episodes
+  (default: ``None``, no real counterpart).
 """
 
 from __future__ import annotations
@@ -226,10 +237,34 @@ class TextEnvBase(EnvBase):
         """
         raise NotImplementedError(f"{cls.__name__} does not infer available actions from state text")
 
+    # ------------------------------------------------ optional interface (trainers)
+    def place_model(self, device: torch.device | str) -> TextEnvBase:
+        """Put any model the env runs on ``device``; returns ``self``. Default: no-op (no model)."""
+        return self
+
+    def health(self) -> dict[str, float]:
+        """Cumulative health numbers of a simulated env (RL logs them as ``sim/<key>``). Default: ``{}``."""
+        return {}
+
+    @property
+    def written_buffer(self):
+        """The replay buffer this env adds its transitions to (checkpointed with RL). Default: ``None``."""
+        return None
+
+    def make_real_env(self, **kwargs) -> TextEnvBase | None:
+        """A new instance of the real env this env imitates (``kwargs`` go to its constructor), to replay
+        its episodes in. Default: ``None``, no real counterpart (a real env is its own)."""
+        return None
+
     # ------------------------------------------------------------- public API
     def num_tasks(self, split: str | None = None) -> int:
         """How many tasks ``split`` (default: this env's split) holds."""
         return self._num_tasks(split or self.split)
+
+    def task_ids(self, split: str | None = None) -> list[str] | None:
+        """The task ids of ``split`` (default: this env's split) in task-index order; ``None`` if this env
+        has no stable task ids."""
+        return self._task_ids(split or self.split)
 
     def task_index_of(self, task_id: str, split: str | None = None) -> int | None:
         """The index of the task with id ``task_id`` in ``split`` (default: this env's split).
@@ -239,7 +274,7 @@ class TextEnvBase(EnvBase):
         """
         split = split or self.split
         if split not in self._task_index:
-            ids = self._task_ids(split) or []
+            ids = self.task_ids(split) or []
             self._task_index[split] = {t: i for i, t in reversed(list(enumerate(ids)))}  # first wins
         return self._task_index[split].get(task_id)
 

@@ -1,7 +1,8 @@
 """THE episode loop: play episodes of any :class:`~dreamgym.envs.base.TextEnvBase` with any actor.
 
-Offline collection (scripted agents, :mod:`dreamgym.collect`), policy evaluation and RL rollouts
-(:class:`dreamgym.rl.collector.RolloutCollector`) all run :func:`run_episodes`; they differ only in the
+Offline collection (scripted agents, :mod:`dreamgym.collect`), policy evaluation, RL rollouts
+(:class:`dreamgym.rl.collector.RolloutCollector`) and replays of recorded actions
+(:func:`dreamgym.envs.replay.replay_actions`) all run :func:`run_episodes`; they differ only in the
 actor that chooses the actions and in what they keep of each step.
 
 Every env slot holds one episode. More episodes than slots run in waves: the next ``batch_size``
@@ -11,7 +12,9 @@ decodes about as long as its longest action). Slots with nothing to do are skipp
 partial steps (``_step``), so every env step taken is an episode's step.
 
 An actor is ``act(slots, episodes) -> actions``: the active slots and their running episodes (whose
-``states[-1]`` / ``available[-1]`` are the current state), one action string each. ``on_step(slot,
+``states[-1]`` / ``available[-1]`` are the current state), one action string each. An actor that keeps
+something of each action (the policy: its prompt and reply token ids) records it on the episode with
+:meth:`Episode.record_generated`, so it travels with the step it belongs to. ``on_step(slot,
 episode)`` runs after each recorded step while ``env.step_info(slot)`` still describes it (a teacher
 writes its rationale there, so no episode is replayed for it).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from tensordict import TensorDict
@@ -47,6 +51,8 @@ class Episode:
     scores: list[float] = field(default_factory=list)
     invalid: list[bool] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)  # filled by an ``on_step`` hook, e.g. a teacher
+    generated: list[Any] = field(default_factory=list)  # per action, what the actor generated for it
+    # (the policy: :class:`dreamgym.rl.collector.Generated`), in step order; see record_generated
     success: bool = False
     score: float = 0.0
     terminated: bool = False
@@ -56,6 +62,22 @@ class Episode:
     @property
     def reward(self) -> float:
         return float(sum(self.rewards))
+
+    def record_generated(self, item: Any) -> None:
+        """Record what the actor generated for the action it is choosing now (turn ``len(actions)``).
+
+        Called by an actor inside ``act``, once per episode per call, so ``generated[t]`` belongs to
+        ``actions[t]``.
+
+        Raises:
+            RuntimeError: if this turn already has a record (an actor called it twice in one turn).
+        """
+        if len(self.generated) != len(self.actions):
+            raise RuntimeError(
+                f"Episode {self.episode_id}: turn {len(self.actions)} already has a generated record "
+                f"({len(self.generated)} records for {len(self.actions)} actions); record once per act call"
+            )
+        self.generated.append(item)
 
     def transition(
         self, i: int, env: str, split: str, source: str, trajectory_id: str | None = None

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-from tensordict import TensorDict
-
-from dreamgym.envs.base import TextEnvBase, as_text_list, text_stack
+from dreamgym.envs.base import TextEnvBase
+from dreamgym.envs.episodes import Episode, run_episodes
 
 __all__ = ["Replay", "replay_actions"]
 
@@ -22,7 +20,7 @@ class Replay:
 
     states: list[str]  # the state after each step taken
     rewards: list[float]  # the reward of each step taken
-    success: bool  # the last step taken ended the episode in success
+    success: bool  # the last step taken ended the episode in success (False: it did not end it)
     score: float  # the env score of the last step taken
     terminated: bool  # the env ended the episode (not by the step limit)
 
@@ -43,26 +41,21 @@ def replay_actions(env: TextEnvBase, task_index: int, actions: list[str], on_ste
     The replay stops early when the env ends the episode (terminated, or truncated at ``max_steps``);
     the remaining actions are not applied. ``on_step(i, env)`` is called after the ``i``-th step, while
     ``env.step_info(0)`` still describes it. Only deterministic envs reproduce a recorded episode.
+    The episode runs in the one episode loop (:func:`~dreamgym.envs.episodes.run_episodes`) with an
+    actor that returns the recorded action of each turn, and a step budget of ``len(actions)``.
 
     Raises:
         ValueError: if ``env`` has more than one slot.
     """
     if env.batch_size[0] != 1:
         raise ValueError(f"replay_actions needs an env of batch size 1, got {list(env.batch_size)}")
-    reset = TensorDict(
-        {"_reset": torch.ones(1, 1, dtype=torch.bool), "task_index": torch.tensor([[int(task_index)]])},
-        batch_size=[1],
-    )
-    env.reset(reset)
-    out = Replay([], [], success=False, score=0.0, terminated=False)
-    for i, action in enumerate(actions):
-        nxt = env.step(TensorDict({"action": text_stack([action], env.batch_size)}, batch_size=[1]))["next"]
-        out.states.append(str(as_text_list(nxt["observation"])[0]))
-        out.rewards.append(float(nxt["reward"].item()))
-        out.success, out.score = bool(nxt["success"].item()), float(nxt["score"].item())
-        out.terminated = bool(nxt["terminated"].item())
-        if on_step is not None:
-            on_step(i, env)
-        if nxt["done"].item():
-            break
-    return out
+
+    def act(slots: list[int], episodes: list[Episode]) -> list[str]:
+        return [actions[len(episodes[0].actions)]]
+
+    hook = None if on_step is None else (lambda slot, ep: on_step(len(ep.actions) - 1, env))
+    played, _ = run_episodes(env, act, [int(task_index)], max_transitions=len(actions), on_step=hook)
+    if not played:  # no action to apply: a reset only
+        return Replay([], [], success=False, score=0.0, terminated=False)
+    ep = played[0]
+    return Replay(ep.states[1:], ep.rewards, ep.success, ep.scores[-1], ep.terminated)

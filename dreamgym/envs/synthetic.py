@@ -43,27 +43,21 @@ and testing convenience only (``make_env("synthetic")`` in the registry test), n
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from dreamgym._imports import resolve
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
+from dreamgym.envs.registry import env_factory, imitable_envs
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
 from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
 from dreamgym.modeling.judge import check_reward_mode
 from dreamgym.schema import Transition, is_success, read_trajectories
 
-__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "REAL_ENVS"]
-
-REAL_ENVS = {
-    "webshop": "dreamgym.envs.webshop.env:WebShopEnv",
-    "alfworld": "dreamgym.envs.alfworld.env:ALFWorldEnv",
-    "web": "dreamgym.envs.web.env:WebEnv",
-}
-"""Imitated env name -> class (for ``infer_available_actions`` and ``max_steps``)."""
+__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories"]
 
 
 @dataclass
@@ -91,11 +85,12 @@ def tasks_from_trajectories(paths: Sequence[str | os.PathLike], split: str = "tr
 
 
 def _real_env_class(name: str):
-    target = REAL_ENVS.get(name, name)
-    if ":" not in target:
-        raise ValueError(f"real_env={name!r} is unknown; use one of {sorted(REAL_ENVS)} or 'module:Class'")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+    """The imitated env's class: a registered imitable env's (:func:`imitable_envs`), or ``module:Class``."""
+    if name in imitable_envs():
+        return env_factory(name)
+    if ":" not in name:
+        raise ValueError(f"real_env={name!r} is unknown; use one of {imitable_envs()} or 'module:Class'")
+    return resolve(name)
 
 
 class SyntheticEnv(TextEnvBase):
@@ -104,7 +99,8 @@ class SyntheticEnv(TextEnvBase):
     Args:
         experience: the experience model (None: a tiny untrained one, for spec checks and tests only).
         tasks: the task pool (default: one built-in WebShop-like task, for spec checks).
-        real_env: the imitated env ("webshop", "alfworld" or "module:Class"); gives the action rule.
+        real_env: the imitated env: a registered imitable env ("webshop", "alfworld", "web":
+            :func:`~dreamgym.envs.registry.imitable_envs`) or "module:Class"; gives the action rule.
         batch_size: parallel episodes.
         max_steps: step limit per episode (truncation), as in the real env.
         seed: seed for task sampling.
@@ -210,16 +206,17 @@ class SyntheticEnv(TextEnvBase):
         return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward)
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
-        """Put the experience model on ``device`` unless ``model_device`` is configured (then it stays
-        there); a no-op when it is already in place. Returns ``self``. (TorchRL's ``EnvBase.to`` moves the
-        env's specs and outputs instead, which stay on the CPU here.)"""
+        """(:class:`TextEnvBase` interface) Put the experience model on ``device`` unless ``model_device``
+        is configured (then it stays there); a no-op when it is already in place. Returns ``self``.
+        (TorchRL's ``EnvBase.to`` moves the env's specs and outputs instead, which stay on the CPU here.)"""
         if self.model_device is None:
             self.experience.to(device)
         return self
 
     def make_real_env(self, **kwargs) -> TextEnvBase:
-        """A new instance of the imitated real env on the split of the task pool ("train"), with one
-        slot and this env's ``max_steps``; ``kwargs`` go to its constructor (e.g. WebShop's ``data_dir``).
+        """(:class:`TextEnvBase` interface) A new instance of the imitated real env on the split of the
+        task pool ("train"), with one slot and this env's ``max_steps``; ``kwargs`` go to its constructor
+        (e.g. WebShop's ``data_dir``).
 
         Pool tasks taken from real trajectories keep their real task ids, so
         ``make_real_env().task_index_of(task.task_id)`` finds them; curriculum variations are not found.
@@ -353,11 +350,13 @@ class SyntheticEnv(TextEnvBase):
 
     @property
     def written_buffer(self):
-        """The replay buffer this env writes its transitions back to (None without ``write_back``)."""
+        """(:class:`TextEnvBase` interface) The replay buffer this env writes its transitions back to
+        (None without ``write_back``)."""
         return self.experience.buffer if self.write_back else None
 
     def health(self) -> dict[str, float]:
-        """Cumulative ``sim_error_rate`` and ``cut_rate`` (logged as ``sim/...`` during RL)."""
+        """(:class:`TextEnvBase` interface) Cumulative ``sim_error_rate`` and ``cut_rate`` (logged as
+        ``sim/...`` during RL)."""
         return {"sim_error_rate": self.sim_error_rate, "cut_rate": self.cut_rate}
 
     @property

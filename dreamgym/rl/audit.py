@@ -22,8 +22,8 @@ synthetic one (:func:`audit_episodes`):
 Audit steps are only measured: they are never trained on, never written to a replay buffer, and not
 counted in the schedule's real-transition budget. Episodes whose task is not a real task (curriculum
 variations, whose instructions are new) are skipped; an iteration with nothing to replay, or an env
-without a real counterpart (anything but a :class:`~dreamgym.envs.synthetic.SyntheticEnv`; a real
-env without task ids finds no task), logs nothing.
+without a real counterpart (:meth:`~dreamgym.envs.base.TextEnvBase.make_real_env` gives ``None``, as
+for every real env; a real env without task ids finds no task), logs nothing.
 """
 
 from __future__ import annotations
@@ -114,9 +114,7 @@ class RewardAudit:
     def real_env(self, env: Any):
         """The replay env of synthetic env ``env`` (built once), or ``None`` if it has no real counterpart."""
         if id(env) not in self._real:
-            self._real[id(env)] = (
-                env.make_real_env(**self.env_kwargs) if hasattr(env, "make_real_env") else None
-            )
+            self._real[id(env)] = env.make_real_env(**self.env_kwargs)
         return self._real[id(env)]
 
     def __call__(self, env: Any, episodes: Sequence[Episode]) -> dict[str, float]:

@@ -29,7 +29,16 @@ from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.modeling.tokenizer import pad_id
 from dreamgym.rl.rollout import Turn, state_key
 
-__all__ = ["RolloutCollector", "Collection", "collector_from_config"]
+__all__ = ["RolloutCollector", "Collection", "Generated", "collector_from_config"]
+
+
+@dataclass
+class Generated:
+    """What the policy generated for one action (recorded on its :class:`Episode`, ``generated[t]``)."""
+
+    prompt_ids: list[int]  # (P,) the prompt's tokens
+    response_ids: list[int]  # (R,) the reply's tokens up to the first stop id
+    allowed: list[list[int]] | None  # (R, *) per reply token, the ids the grammar allowed (None: free)
 
 
 @dataclass
@@ -163,13 +172,12 @@ class RolloutCollector:
         """
         start = time.perf_counter()
         codec = ChatCodec(tokenizer, model)
-        sent: dict[tuple[int, int], tuple[list[int], list[int], list | None]] = {}  # (episode, turn) ->
 
         def act(slots: list[int], episodes: list[Episode]) -> list[str]:
             prompts, responses, grammars = self._respond(model, codec, episodes, greedy)
             for k, ep in enumerate(episodes):
                 allowed = grammars[k].allowed_per_step(responses[k]) if grammars else None
-                sent[ep.episode_id, len(ep.actions)] = (prompts[k], responses[k], allowed)
+                ep.record_generated(Generated(prompts[k], responses[k], allowed))
             return self._actions(tokenizer, responses)
 
         stopped = False
@@ -180,26 +188,20 @@ class RolloutCollector:
             return stopped
 
         episodes, transitions = run_episodes(
-            env,
-            act,
-            task_indices,
-            group_size,
-            max_transitions,
-            on_step=on_step,
-            progress=progress,
-            stop=stop_now,
-        )
-        turns, gen_tokens = [], sum(len(r) for _, r, _ in sent.values())
+            env, act, task_indices, group_size, max_transitions, on_step=on_step, progress=progress, stop=stop_now,
+        )  # fmt: skip
+        turns = []
+        gen_tokens = sum(len(g.response_ids) for ep in episodes for g in ep.generated)
         for ep in episodes:
             if ep.sim_error:  # its end is a simulator's failure, not an outcome of the policy's actions
                 continue
             last = len(ep.actions) - 1
             learned = ep.rewards if self.learning_reward == "reward" else ep.scores
             for t in range(last + 1):
-                prompt, response, allowed = sent[ep.episode_id, t]
+                g = ep.generated[t]
                 turns.append(
-                    Turn(prompt, response, learned[t], t == last, ep.terminated and t == last,
-                         ep.invalid[t], ep.task_index, ep.group_id, ep.episode_id, t, allowed,
+                    Turn(g.prompt_ids, g.response_ids, learned[t], t == last, ep.terminated and t == last,
+                         ep.invalid[t], ep.task_index, ep.group_id, ep.episode_id, t, g.allowed,
                          state_key(ep.states[t]))
                 )  # fmt: skip
         return Collection(turns, episodes, transitions, gen_tokens, time.perf_counter() - start, stopped)

@@ -88,7 +88,7 @@ class EnvPool:
             "env_class": type(p).__name__,
             "split": p.split,
             "num_tasks": n,
-            "task_ids": p._task_ids(p.split) or [str(i) for i in range(n)],
+            "task_ids": p.task_ids() or [str(i) for i in range(n)],
             "live_envs": len(self.envs),
             "max_envs": self.max_envs,
         }

@@ -34,9 +34,10 @@ import json
 import random
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["Product", "Catalog", "CatalogError", "load_catalog", "default_data_dir", "parse_pricing"]
 
@@ -85,6 +86,9 @@ class Product:
     main_image: str | None = None
 
 
+_T = TypeVar("_T")
+
+
 @dataclass
 class Catalog:
     """All products of one data directory plus the instruction sources and splits."""
@@ -94,10 +98,17 @@ class Catalog:
     ins_v2: dict[str, dict[str, Any]]
     human_ins: dict[str, list[dict[str, Any]]] | None
     splits: dict[str, list[str]] | None = None
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)  # see memo
 
     def __len__(self) -> int:
         return len(self.products)
+
+    def memo(self, key: str, build: Callable[[], _T]) -> _T:
+        """The value kept on this catalog under ``key``, made by ``build()`` on first use (what is derived
+        once per catalog and shared by every env over it: the search engine, the goals and their splits)."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
 
     def get(self, asin: str) -> Product | None:
         """The product with ``asin`` (any case), or ``None``."""

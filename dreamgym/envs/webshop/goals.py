@@ -162,26 +162,26 @@ def synthetic_goals(catalog: Catalog) -> list[Goal]:
 
 def build_goals(catalog: Catalog, human: bool = True) -> list[Goal]:
     """All goals of ``catalog`` (human or synthetic), shuffled with seed 233; cached on the catalog."""
-    key = f"goals:{human}"
-    if key not in catalog._cache:
-        goals = human_goals(catalog) if human else synthetic_goals(catalog)
-        random.Random(233).shuffle(goals)
-        catalog._cache[key] = goals
-    return catalog._cache[key]
+    return catalog.memo(
+        f"goals:{human}", lambda: _shuffled(human_goals(catalog) if human else synthetic_goals(catalog))
+    )
 
 
 def split_goals(catalog: Catalog, human: bool = True) -> dict[str, list[Goal]]:
     """``{"train", "val", "test"}`` -> goals, by target product (splits.json) or by upstream index."""
-    key = f"splits:{human}"
-    if key in catalog._cache:
-        return catalog._cache[key]
-    goals = build_goals(catalog, human)
-    if catalog.splits is not None:
-        where = {a: s for s, asins in catalog.splits.items() for a in asins}
-        out = {s: [g for g in goals if where.get(g.asin, "train") == s] for s in ("train", "val", "test")}
-    else:
-        n = len(goals)
-        a, b = (500, 1500) if n >= 2000 else (n // 5, 2 * n // 5)
-        out = {"test": goals[:a], "val": goals[a:b], "train": goals[b:]}
-    catalog._cache[key] = out
-    return out
+    return catalog.memo(f"splits:{human}", lambda: _split(build_goals(catalog, human), catalog.splits))
+
+
+def _shuffled(goals: list[Goal]) -> list[Goal]:
+    random.Random(233).shuffle(goals)
+    return goals
+
+
+def _split(goals: list[Goal], splits: dict[str, list[str]] | None) -> dict[str, list[Goal]]:
+    """``goals`` by the split of their target product (``splits``), or by upstream index without it."""
+    if splits is not None:
+        where = {a: s for s, asins in splits.items() for a in asins}
+        return {s: [g for g in goals if where.get(g.asin, "train") == s] for s in ("train", "val", "test")}
+    n = len(goals)
+    a, b = (500, 1500) if n >= 2000 else (n // 5, 2 * n // 5)
+    return {"test": goals[:a], "val": goals[a:b], "train": goals[b:]}

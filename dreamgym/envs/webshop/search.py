@@ -93,6 +93,4 @@ class SearchEngine:
 
 def get_search_engine(catalog: Catalog) -> SearchEngine:
     """The catalog's search engine, built once and cached on the catalog."""
-    if "search" not in catalog._cache:
-        catalog._cache["search"] = SearchEngine(catalog)
-    return catalog._cache["search"]
+    return catalog.memo("search", lambda: SearchEngine(catalog))
