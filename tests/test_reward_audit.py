@@ -51,9 +51,11 @@ def _episodes(trajs, lie: bool = False) -> list[Episode]:
         rewards = [s.reward for s in t.transitions]
         if lie:
             rewards[-1] = 1.0
+        last = t.transitions[-1]
         out.append(
             Episode(i, i, i, t.task_id, t.instruction, actions=[s.action for s in t.transitions],
-                    rewards=rewards, success=lie or t.success, score=1.0 if lie else t.score)
+                    rewards=rewards, success=lie or t.success, score=1.0 if lie else t.score,
+                    terminated=last.done and not last.truncated)
         )  # fmt: skip
     return out
 
@@ -92,6 +94,18 @@ def test_audit_catches_a_wrong_reward_and_passes_a_faithful_one(real, trajs):
     # a synthetic score of 1.0 everywhere: off by what the real env gives, on average
     assert lying["sim/audit_score_synthetic"] == 1.0
     assert lying["sim/audit_score_mae"] == pytest.approx(1.0 - real_score, abs=1e-6)
+    ended = sum(t.transitions[-1].done and not t.transitions[-1].truncated for t in trajs) / len(trajs)
+    assert ended > 0 and faithful["sim/audit_ended_synthetic"] == faithful["sim/audit_ended_real"] == ended
+
+
+def test_audit_shows_synthetic_endings_the_real_env_never_reaches(real, trajs):
+    # the model ended each episode after its first action (a purchase that does not exist outside it)
+    dreamt = [t for t in trajs if len(t.transitions) > 1][:4]
+    eps = _episodes(dreamt)
+    for e in eps:
+        e.actions, e.rewards, e.terminated = e.actions[:1], e.rewards[:1], True
+    m, steps = audit_episodes(real, eps)
+    assert steps == 4 and m["sim/audit_ended_synthetic"] == 1.0 and m["sim/audit_ended_real"] == 0.0
 
 
 def test_tasks_that_are_not_real_are_skipped(real, trajs):

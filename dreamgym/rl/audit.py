@@ -17,6 +17,10 @@ synthetic one (:func:`audit_episodes`):
 * ``sim/audit_score_synthetic`` / ``sim/audit_score_real``: mean final score the experience model gave /
   the real env gives the same action sequences, and ``sim/audit_score_mae`` their mean absolute
   difference (what misleads a policy learning from the score, ``learning_reward: score``);
+* ``sim/audit_ended_synthetic`` / ``sim/audit_ended_real``: share of the audited episodes the synthetic
+  env ended (terminated) / whose actions end the episode in the real env too (WebShop: a real purchase).
+  A synthetic score paid where the real replay never ends is reward for episodes that do not exist
+  outside the model (e.g. a click on a product the model invented);
 * ``data/audit_transitions``: real env steps spent on audits so far (cumulative).
 
 Audit steps are only measured: they are never trained on, never written to a replay buffer, and not
@@ -50,10 +54,11 @@ def audit_episodes(real_env: Any, episodes: Sequence[Episode]) -> tuple[dict[str
     Returns:
         The metrics (``sim/audit_success_precision``, ``sim/audit_success_recall``,
         ``sim/audit_reward_acc``, ``sim/audit_score_synthetic``, ``sim/audit_score_real``,
-        ``sim/audit_score_mae``, ``sim/audit_episodes``: episodes replayed), ``{}`` when none was,
+        ``sim/audit_score_mae``, ``sim/audit_ended_synthetic``, ``sim/audit_ended_real``,
+        ``sim/audit_episodes``: episodes replayed), ``{}`` when none was,
         and the number of real steps taken.
     """
-    tp = fp = fn = same = replayed = steps = 0
+    tp = fp = fn = same = replayed = steps = ended_syn = ended_real = 0
     scores: list[tuple[float, float]] = []  # (synthetic, real) final score per replayed episode
     for ep in episodes:
         task = real_env.task_index_of(ep.task_id)
@@ -66,6 +71,7 @@ def audit_episodes(real_env: Any, episodes: Sequence[Episode]) -> tuple[dict[str
         fp += int(ep.success and not real.success)
         fn += int(real.success and not ep.success)
         same += int(same_reward(ep.reward, real.reward))
+        ended_syn, ended_real = ended_syn + int(ep.terminated), ended_real + int(real.terminated)
         scores.append((ep.score, real.score))
     if not replayed:
         return {}, steps
@@ -77,6 +83,8 @@ def audit_episodes(real_env: Any, episodes: Sequence[Episode]) -> tuple[dict[str
         "sim/audit_score_synthetic": float(np.mean([a for a, _ in scores])),
         "sim/audit_score_real": float(np.mean([b for _, b in scores])),
         "sim/audit_score_mae": float(np.mean([abs(a - b) for a, b in scores])),
+        "sim/audit_ended_synthetic": ended_syn / replayed,
+        "sim/audit_ended_real": ended_real / replayed,
         "sim/audit_episodes": float(replayed),
     }, steps
 
