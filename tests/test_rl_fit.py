@@ -112,6 +112,22 @@ def test_ppo_real_budget_never_exceeded_and_resume(toy_policy, tmp_path):
     assert schedule2.iteration == 3 and schedule.real_transitions < schedule2.real_transitions <= 28
 
 
+def test_the_export_carries_the_prompt_format_the_policy_was_trained_with(toy_policy, tmp_path):
+    # an RL policy evaluated with the collector's default format would be prompted unlike its training
+    # (make run's warm start: 1,200 state chars and 20 actions, the default 1,500 and 30)
+    from dreamgym.collect import collect_policy_trajectories
+    from dreamgym.modeling.policy_format import PolicyFormat
+
+    trained = PolicyFormat(max_state_chars=300, max_actions=5)
+    module = _module(toy_policy, RealSchedule(_factory(), iterations=1))
+    module.collector.use_format(trained, "the test")
+    module.export(tmp_path / "policy")
+    assert PolicyFormat.load(tmp_path / "policy") == trained
+    collector = RolloutCollector(max_new_tokens=4, max_prompt_tokens=128)
+    collect_policy_trajectories(tmp_path / "policy", "letters", "test", [0], collector, teacher=False, max_steps=1)
+    assert collector.format == trained  # the evaluation prompts as the fit did
+
+
 def test_max_time_running_out_inside_an_iteration_stops_without_learning_from_it(
     toy_policy, tmp_path, monkeypatch
 ):
