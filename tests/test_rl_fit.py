@@ -124,7 +124,9 @@ def test_the_export_carries_the_prompt_format_the_policy_was_trained_with(toy_po
     module.export(tmp_path / "policy")
     assert PolicyFormat.load(tmp_path / "policy") == trained
     collector = RolloutCollector(max_new_tokens=4, max_prompt_tokens=128)
-    collect_policy_trajectories(tmp_path / "policy", "letters", "test", [0], collector, teacher=False, max_steps=1)
+    collect_policy_trajectories(
+        tmp_path / "policy", "letters", "test", [0], collector, teacher=False, max_steps=1
+    )
     assert collector.format == trained  # the evaluation prompts as the fit did
 
 
