@@ -356,7 +356,8 @@ class PolicyRL(L.LightningModule):
     def _stop_on_time(self, phase, coll: Collection) -> None:
         """End the fit without learning from an iteration the time budget cut: its groups are incomplete
         (the episodes still running were cut, the rest never started), so the exported policy is the one
-        after the last whole iteration, and the schedule does not count the iteration."""
+        after the last whole iteration, and the schedule does not count the iteration (nor, in a real
+        phase, the env steps it took: ``data/real_transitions`` leaves out at most one cut iteration)."""
         print(
             f"[PolicyRL] max_time ran out in iteration {self.schedule.iteration + 1} ({phase.name}) after "
             f"{coll.transitions} env steps ({coll.seconds:.0f} s); not learned from; stopping with the policy "
