@@ -21,22 +21,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from dreamgym.agents import Agent, agent_names, make_agent
 from dreamgym.envs.episodes import Episode, run_episodes, trajectory_metrics
 from dreamgym.envs.registry import make_env, registered_envs
+from dreamgym.progress import play_in_chunks
 from dreamgym.schema import Trajectory, TrajectoryWriter, check_whole_lines, save_trajectories
 from dreamgym.teachers.base import Teacher, get_teacher
 
-__all__ = ["collect_trajectories", "collect_policy_trajectories", "play_in_chunks", "main", "import_web_main"]
-
-T = TypeVar("T")
+__all__ = ["collect_trajectories", "collect_policy_trajectories", "main", "import_web_main"]
 
 
 def _plan(counts: dict[str, int], n_tasks: int, rng: np.random.Generator) -> list[tuple[str, int]]:
@@ -207,7 +204,7 @@ def collect_policy_trajectories(
         dtype: load the policy in this dtype (``"bfloat16"``: about 6x the prefill speed of fp32 for a
             134 M model on a CPU with AMX; None: as saved).
         max_minutes: a time cap: the tasks are played in chunks of two env waves (one model load, one
-            env) and no chunk starts once ``max_minutes`` have passed (:func:`play_in_chunks`), so the
+            env) and no chunk starts once ``max_minutes`` have passed (:func:`dreamgym.progress.play_in_chunks`), so the
             result may cover only the first tasks. None: all tasks, in one call of the collector.
 
     Returns:
@@ -249,30 +246,6 @@ def collect_policy_trajectories(
     if out is not None:
         save_trajectories(out, trajs)
     return trajs, trajectory_metrics(trajs)
-
-
-def play_in_chunks(
-    tasks: Sequence[int],
-    play: Callable[[list[int]], list[T]],
-    chunk: int | None = None,
-    max_minutes: float | None = None,
-    label: str = "",
-    clock: Callable[[], float] | None = None,
-    unit: str = "tasks played",
-) -> list[T]:
-    """``play(tasks[i : i + chunk])`` for consecutive chunks, concatenated (one chunk of all tasks when
-    ``chunk`` is None). With ``max_minutes``, no chunk starts once that many minutes (of ``clock``, default
-    ``time.monotonic``) have passed since the first began; the result then covers the first tasks only,
-    and a line says how many (``unit`` names them). The first chunk always plays."""
-    clock = clock or time.monotonic
-    start, size, played = clock(), max(1, chunk or len(tasks)), []
-    for first in range(0, len(tasks), size):
-        if played and max_minutes is not None and (clock() - start) / 60 >= max_minutes:
-            print(f"[collect] {label}: {len(played)} of {len(tasks)} {unit} in the {max_minutes:.1f} min "
-                  "the time budget gives; the rest are skipped", flush=True)  # fmt: skip
-            break
-        played += play(list(tasks[first : first + size]))
-    return played
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -168,13 +168,13 @@ def teacher_forced_eval(
         done_only: only terminating steps (``terminated``; truncated-only endings are not asked).
         skip_invalid: skip invalid actions (the synthetic env answers them without the model).
         max_minutes: ask in chunks of ``chunk`` queries and start none once this many minutes have
-            passed (a time budget; :func:`dreamgym.collect.play_in_chunks`): ``n`` then counts the steps
+            passed (a time budget; :func:`dreamgym.progress.play_in_chunks`): ``n`` then counts the steps
             asked, the first ones. ``None``: every step.
 
     Returns:
         ``FIDELITY_KEYS`` and ``n`` (see :meth:`FidelityMeter.compute`).
     """
-    from dreamgym.collect import play_in_chunks
+    from dreamgym.progress import play_in_chunks
 
     queries, asked = teacher_forced_queries(trajectories, done_only, skip_invalid)
     meter = FidelityMeter()

@@ -10,11 +10,15 @@ schedule's iterations) and, under ``max_time``, the time left, whichever ends fi
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import lightning as L
 from lightning.pytorch.callbacks import RichProgressBar
 
-__all__ = ["StepProgress", "CountProgress", "PlannedProgressBar", "eta_line"]
+__all__ = ["StepProgress", "CountProgress", "PlannedProgressBar", "eta_line", "play_in_chunks"]
+
+T = TypeVar("T")
 
 
 def eta_line(
@@ -116,3 +120,27 @@ class PlannedProgressBar(RichProgressBar):
         if self.trainer.max_epochs is None or self.trainer.max_epochs < 0:
             return f"Epoch {current_epoch}"
         return super()._get_train_description(current_epoch)
+
+
+def play_in_chunks(
+    tasks: Sequence[int],
+    play: Callable[[list[int]], list[T]],
+    chunk: int | None = None,
+    max_minutes: float | None = None,
+    label: str = "",
+    clock: Callable[[], float] | None = None,
+    unit: str = "tasks played",
+) -> list[T]:
+    """``play(tasks[i : i + chunk])`` for consecutive chunks, concatenated (one chunk of all tasks when
+    ``chunk`` is None). With ``max_minutes``, no chunk starts once that many minutes (of ``clock``, default
+    ``time.monotonic``) have passed since the first began; the result then covers the first tasks only,
+    and a line says how many (``unit`` names them). The first chunk always plays."""
+    clock = clock or time.monotonic
+    start, size, played = clock(), max(1, chunk or len(tasks)), []
+    for first in range(0, len(tasks), size):
+        if played and max_minutes is not None and (clock() - start) / 60 >= max_minutes:
+            print(f"[collect] {label}: {len(played)} of {len(tasks)} {unit} in the {max_minutes:.1f} min "
+                  "the time budget gives; the rest are skipped", flush=True)  # fmt: skip
+            break
+        played += play(list(tasks[first : first + size]))
+    return played

@@ -141,7 +141,7 @@ def policy_episodes(
     another number of episodes (recorded with another ``eval_tasks``) is played again.
 
     With ``max_minutes`` (the pipeline's time budget), tasks are played in chunks of two env waves and no
-    chunk starts once ``max_minutes`` have passed (one model load; :func:`dreamgym.collect.play_in_chunks`):
+    chunk starts once ``max_minutes`` have passed (one model load; :func:`dreamgym.progress.play_in_chunks`):
     on a slow host (or with a weak policy whose episodes run to the step limit) the file holds the first ``n < tasks`` episodes, said in a line, and
     ``<out>.asked`` records ``tasks`` so that a rerun keeps it."""
     asked = _asked_file(out)

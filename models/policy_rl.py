@@ -487,12 +487,9 @@ class PolicyRL(L.LightningModule):
             export_atomically(self.save_dir, self.export)
 
     def export(self, folder: str | os.PathLike) -> None:
-        """Write the policy to ``folder`` as a warm start is written: model + tokenizer
-        (:func:`~dreamgym.modeling.factory.export_model`) and the prompt format it was trained with
-        (``policy_format.json``), so whoever plays it next (an evaluation, another RL stage) prompts it
-        the same way."""
-        export_model(self.model, self.tokenizer, folder)
-        self.collector.format.save(folder)
+        """Write the policy to ``folder`` as a warm start is written (:func:`~dreamgym.modeling.factory.export_model`):
+        model, tokenizer and the prompt format it was trained with."""
+        export_model(self.model, self.tokenizer, folder, self.collector.format)
 
     # ----------------------------------------------------------------- logging
     def _log_text(self, tag: str, coll: Collection) -> None:

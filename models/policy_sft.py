@@ -151,9 +151,6 @@ class PolicySFT(L.LightningModule):
 
     def on_fit_end(self) -> None:
         if self.save_dir and self.trainer.is_global_zero:
-            export_atomically(self.save_dir, self._export)
-
-    def _export(self, folder) -> None:
-        export_model(self.model, self.tokenizer, folder)
-        if self.format is not None:
-            self.format.save(folder)
+            export_atomically(
+                self.save_dir, lambda d: export_model(self.model, self.tokenizer, d, self.format)
+            )

@@ -136,7 +136,7 @@ def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path
 def test_play_in_chunks_starts_no_chunk_after_the_cap():
     """On a slow host the episode stages must end in time too: with ``max_minutes`` tasks are played in
     chunks and none starts after the cap (the first always plays); without it, one chunk of all."""
-    from dreamgym.collect import play_in_chunks
+    from dreamgym.progress import play_in_chunks
 
     clock = iter(range(0, 10_000, 60))  # every clock call: one more minute
     played = []

@@ -134,16 +134,21 @@ class LoRA:
         return get_peft_model(model, cfg)
 
 
-def export_model(model, tokenizer, save_dir: str | os.PathLike) -> None:
+def export_model(model, tokenizer, save_dir: str | os.PathLike, policy_format=None) -> None:
     """``save_pretrained`` of model and tokenizer to ``save_dir``, loadable with plain ``transformers``
     (``AutoModelForCausalLM.from_pretrained``). A ``peft`` model is exported with its adapters merged into
     a copy of the weights, and its adapters alone are saved under ``save_dir/adapter`` (load them with
-    ``peft.PeftModel.from_pretrained(base, save_dir/adapter)`` on the base model it was trained from)."""
+    ``peft.PeftModel.from_pretrained(base, save_dir/adapter)`` on the base model it was trained from).
+    A policy's ``policy_format`` (:class:`~dreamgym.modeling.policy_format.PolicyFormat`, the prompt it was
+    trained with) is saved beside it as ``policy_format.json``, so whoever plays it next prompts it the
+    same way (warm start and RL policy alike)."""
     if hasattr(model, "merge_and_unload"):  # a peft model
         model.save_pretrained(os.path.join(save_dir, "adapter"))
         model = copy.deepcopy(model).merge_and_unload()
     model.save_pretrained(save_dir)
     tokenizer.save_pretrained(save_dir)
+    if policy_format is not None:
+        policy_format.save(save_dir)
 
 
 class LanguageModel:

@@ -182,13 +182,14 @@ class RolloutCollector:
 
         stopped = False
 
-        def stop_now() -> bool:
+        def stop_now() -> bool:  # run_episodes cuts at the first True, so it is the last answer
             nonlocal stopped
-            stopped = stopped or (stop is not None and stop())
+            stopped = stop()
             return stopped
 
         episodes, transitions = run_episodes(
-            env, act, task_indices, group_size, max_transitions, on_step=on_step, progress=progress, stop=stop_now,
+            env, act, task_indices, group_size, max_transitions, on_step=on_step, progress=progress,
+            stop=None if stop is None else stop_now,
         )  # fmt: skip
         turns = []
         gen_tokens = sum(len(g.response_ids) for ep in episodes for g in ep.generated)
