@@ -10,6 +10,7 @@ import pytest
 from torchrl.envs.utils import check_env_specs
 
 from dreamgym.collect import collect_trajectories
+from dreamgym.envs.base import as_text_list
 from dreamgym.envs.registry import make_env
 from dreamgym.envs.replay import replay_actions
 from dreamgym.serve.client import ServerUnreachable, WebShopHTTPEnv
@@ -186,6 +187,47 @@ def test_synthetic_env_over_webshop_protocol():
         assert (got.states, got.rewards, got.success, got.terminated) == (
             want.states, want.rewards, want.success, want.terminated)  # fmt: skip
         assert env.current(0).instruction == local.current(0).instruction
+        env.close()
+
+
+def _one_alfworld_game(tmp_path):
+    from dreamgym.envs.alfworld.games import MANIFEST, load_manifest, save_manifest
+
+    game = min((g for g in load_manifest(MANIFEST)["games"] if g["split"] == "valid_unseen"),
+               key=lambda g: (g["scene"] != 308, g["scene"]))  # fmt: skip
+    manifest = tmp_path / "one.json.gz"
+    save_manifest(manifest, [game], {"test": True})
+    return manifest
+
+
+def test_alfworld_server_lists_help_and_ends_at_step_50(tmp_path, monkeypatch):
+    """As upstream's ALFWorld server: ``help`` among the available actions, ``done`` at step 50 (ALFWorld's
+    ``max_nb_steps_per_episode``) and "has finished" after it; our client reads that end as the in-process
+    env's truncation."""
+    pytest.importorskip("textworld")
+    from dreamgym.envs.alfworld import games
+    from dreamgym.serve.client import ALFWorldHTTPEnv
+
+    manifest = _one_alfworld_game(tmp_path)
+    monkeypatch.setattr(games, "MANIFEST", manifest)  # build_pool's env serves the bundled manifest
+    monkeypatch.setenv("HOME", str(tmp_path))  # its generated game files
+    local = make_env("alfworld", batch_size=[1], split="test")
+    local_actions = as_text_list(local.reset()["available_actions"])[0]
+    assert "help" in local_actions and local_actions == sorted(local_actions)
+    pool, protocol = build_pool("alfworld", split="test")
+    with serve_in_thread(create_app(pool, protocol)) as url:
+        c = httpx.Client(base_url=url)
+        idx = c.post("/create").json()["id"]
+        r = c.post("/reset", json={"id": idx, "game": 0, "world_type": "Text"}).json()
+        assert r["available_actions"] == local_actions
+        dones = [c.post("/step", json={"id": idx, "action": "look"}).json()["done"] for _ in range(50)]
+        assert dones == [False] * 49 + [True]
+        assert "has finished" in c.post("/step", json={"id": idx, "action": "look"}).json()["error"]
+        env = ALFWorldHTTPEnv(url, max_steps=50)
+        got = replay_actions(env, 0, ["look"] * 50)
+        want = replay_actions(local, 0, ["look"] * 50)
+        assert (got.states, got.rewards, got.terminated) == (want.states, want.rewards, want.terminated)
+        assert len(got.states) == 50 and not got.terminated  # truncated at the limit, as in-process
         env.close()
 
 

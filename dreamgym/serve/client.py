@@ -287,4 +287,8 @@ class ALFWorldHTTPEnv(AgentGymEnv):
                 "success": won,
                 "invalid": r["observation"].strip() == "Nothing happens.",
             }
-        return TextStep(r["observation"], list(r["available_actions"]), terminated=bool(r["done"]), **flags)
+        # ALFWorld ends an episode on a win (terminated) or at its step limit (upstream's server answers
+        # done at step 50): a done without a win at this env's own limit is the truncation the base class
+        # marks; before it (a server with a lower limit) it still ends the episode
+        ended = bool(r["done"]) and (flags["success"] or self._steps[slot] + 1 < self.max_steps)
+        return TextStep(r["observation"], list(r["available_actions"]), terminated=ended, **flags)

@@ -15,10 +15,15 @@ from tensordict import TensorDict
 
 from dreamgym.envs.base import TextEnvBase, TextObs, as_text_list, text_stack
 
-__all__ = ["EnvPool", "PoolError", "LiveEnv", "build_pool", "SERVER_MAX_STEPS"]
+__all__ = ["EnvPool", "PoolError", "LiveEnv", "build_pool", "SERVER_MAX_STEPS", "ALFWORLD_SERVER_MAX_STEPS"]
 
 SERVER_MAX_STEPS = 10**9
-"""Step limit of server envs: none in effect (upstream servers have none; clients count steps)."""
+"""Step limit of the WebShop and synthetic server envs: none in effect (upstream's WebShop server has
+none; clients count steps)."""
+
+ALFWORLD_SERVER_MAX_STEPS = 50
+"""Step limit of the ALFWorld server env: upstream's answers ``done`` at step 50 (ALFWorld's
+``max_nb_steps_per_episode`` in its ``base_config.yaml``)."""
 
 
 class PoolError(Exception):
@@ -164,7 +169,8 @@ class EnvPool:
             return live.env.current(0)
 
     def step(self, idx: str | int, action: str) -> dict[str, Any]:
-        """Apply ``action`` in ``idx``: the next observation, ``terminated`` and :data:`STEP_INFO_KEYS`."""
+        """Apply ``action`` in ``idx``: the next observation, ``terminated``, ``truncated`` (the env's step
+        limit) and :data:`STEP_INFO_KEYS`; the env is done after either."""
         with self.lock:
             live = self.get(idx)
             if not live.started:
@@ -177,6 +183,7 @@ class EnvPool:
                 "observation": cur.observation,
                 "available_actions": list(cur.available_actions),
                 "terminated": bool(nxt["terminated"].item()),
+                "truncated": bool(nxt["truncated"].item()),
                 "reward": float(nxt["reward"].item()),
                 "score": float(nxt["score"].item()),
                 "success": bool(nxt["success"].item()),
@@ -184,7 +191,8 @@ class EnvPool:
                 "sim_error": bool(nxt["sim_error"].item()),
                 "reasoning": str(as_text_list(nxt["reasoning"])[0]),
             }
-            live.done, live.reward, live.steps = out["terminated"], out["reward"], live.steps + 1
+            live.done = out["terminated"] or out["truncated"]
+            live.reward, live.steps = out["reward"], live.steps + 1
             return out
 
     def current(self, idx: str | int) -> TextObs:
@@ -215,11 +223,13 @@ def build_pool(
     """
     from dreamgym.envs.registry import make_env
 
+    max_steps = SERVER_MAX_STEPS
     if env == "webshop":
         kwargs: dict[str, Any] = {"split": split, "observation_mode": observation_mode, "data_dir": data_dir}
         protocol = "webshop"
     elif env == "alfworld":
         kwargs, protocol = {"split": split, "data_dir": data_dir}, "alfworld"
+        max_steps = ALFWORLD_SERVER_MAX_STEPS
     elif env == "synthetic":
         if checkpoint is None:
             raise ValueError(
@@ -239,7 +249,7 @@ def build_pool(
     else:
         raise ValueError(f"--env {env!r} is not served; use webshop, alfworld or synthetic")
     return EnvPool(
-        lambda: make_env(env, batch_size=[1], max_steps=SERVER_MAX_STEPS, seed=None, **kwargs),
+        lambda: make_env(env, batch_size=[1], max_steps=max_steps, seed=None, **kwargs),
         env,
         max_envs,
         idle_timeout,

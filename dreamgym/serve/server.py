@@ -14,9 +14,11 @@ share one loaded experience model). Behaviour:
 * bodies over ``--max-body`` bytes get 413; validation errors 422; an env exception becomes an error
   response (500 in the WebShop variant, ``{"error"}`` in the ALFWorld one), never a dead server;
 * env operations run one at a time (one lock: the envs share catalogs, search indexes and models);
-* ``done`` is the env's own end (purchase, win, synthetic episode end): the server has no step limit,
-  as upstream's; clients count steps. The WebShop variant returns the ``text`` observation (upstream's
-  ``observation_mode="text"``) unless ``--observation-mode abstract``.
+* ``done`` is the env's own end (purchase, win, synthetic episode end); the WebShop and synthetic
+  servers have no step limit, as upstream's WebShop server (clients count steps); the ALFWorld one
+  answers ``done`` at step 50, as upstream's (ALFWorld's ``max_nb_steps_per_episode``). The WebShop
+  variant returns the ``text`` observation (upstream's ``observation_mode="text"``) unless
+  ``--observation-mode abstract``.
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ def _alfworld_routes(app, pool: EnvPool) -> None:
             "observation": alfworld_observation(out["observation"], reset=False),
             "reward": out["reward"],
             "available_actions": out["available_actions"],
-            "done": out["terminated"],
+            "done": out["terminated"] or out["truncated"],  # upstream: done at ALFWorld's step limit too
             "info": _step_info(out),
         }
 
