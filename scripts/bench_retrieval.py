@@ -52,9 +52,11 @@ def measure(
     connectivity: int | None = None,
     expansion_add: int | None = None,
     src: np.ndarray | None = None,
+    rerank: list[int] = (1,),
 ) -> list[dict]:
     """Build once (time, memory), then per search beam width in ``expansion_search`` (None: usearch's
-    default): latency (single and batched queries) and recall@k against exact search, and its speed-up.
+    default) and per ``rerank`` (:attr:`VectorIndex.rerank`: candidates per neighbour re-ranked exactly):
+    latency (single and batched queries) and recall@k against exact search, and its speed-up.
 
     With ``src`` (per row, the real transition it copies: :func:`grow_vectors`), also the recall of the
     real transitions behind the exact top-k (jittered copies carry the same transition's text, so which
@@ -77,9 +79,10 @@ def measure(
         "exact_numpy_ms_per_query": round(exact_ms, 3),
     }
     rows = []
-    for ef in expansion_search:
+    for ef, r in [(ef, r) for ef in expansion_search for r in rerank]:
         if ef is not None:
             index.expansion_search = ef
+        index.rerank = r
         t0 = time.perf_counter()
         for row in q:
             index.search(row[None], k)
@@ -98,6 +101,7 @@ def measure(
             {
                 **common,
                 "expansion_search": index.expansion_search,
+                "rerank": r,
                 "single_query_ms": round(single_ms, 3),
                 f"batch{batch}_query_ms": round(batch_ms, 3),
                 "speedup_vs_exact": round(exact_ms / single_ms, 1),
@@ -129,6 +133,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--expansion-add", type=int, default=None, help="build beam width (default: usearch's, 128)"
     )
+    ap.add_argument(
+        "--rerank", type=int, nargs="+", default=[1],
+        help="candidates per neighbour re-ranked by exact cosine (VectorIndex.rerank; 1: none)",
+    )  # fmt: skip
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
@@ -138,7 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
     for n in args.sizes:
         db, src = grow_vectors(base, n, args.jitter, rng)
         for row in measure(db, queries, args.k, args.batch, args.expansion_search, args.connectivity,
-                           args.expansion_add, src):  # fmt: skip
+                           args.expansion_add, src, args.rerank):  # fmt: skip
             row = {"real_vectors": min(n, len(base)), **row}
             print(json.dumps(row), flush=True)
             rows.append(row)

@@ -111,3 +111,26 @@ def test_bench_loop_grows_a_buffer_with_retrievable_copies(buf):
     assert any(t.trajectory_id.startswith("A#") and t.action == first.action for t in copies)
     top = buf.search([first.state], [first.action], k=1, exclude="trajectory", query_ids=["A"])[0][0]
     assert top.trajectory_id.startswith("A#") and (top.state, top.action) == (first.state, first.action)
+
+
+def test_rerank_keeps_the_exact_top_k_of_the_candidates():
+    """``rerank`` asks the graph for r*k candidates and orders them by exact cosine: when the candidates
+    are the whole index, the answer is the exact top-k (keys and distances), for one query and a batch."""
+    rng = np.random.default_rng(0)
+    db = rng.normal(size=(60, 8)).astype(np.float32)
+    q = rng.normal(size=(3, 8)).astype(np.float32)
+    index = VectorIndex(8, rerank=20)  # 3 * 20 = 60 candidates: every vector
+    index.add(np.arange(60), db)
+    sims = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (db / np.linalg.norm(db, axis=1, keepdims=True)).T
+    want = np.argsort(-sims, axis=1)[:, :3]
+    keys, dists = index.search(q, 3)
+    assert keys.tolist() == want.tolist()
+    np.testing.assert_allclose(dists, 1 - np.take_along_axis(sims, want, 1), atol=1e-5)
+    one, _ = index.search(q[:1], 3)
+    assert one.tolist() == want[:1].tolist()
+    small = VectorIndex(8, rerank=4)
+    small.add(np.arange(2), db[:2])  # fewer vectors than asked: padded with -1 / inf, as without rerank
+    keys, dists = small.search(q[:1], 3)
+    assert keys[0, 2] == -1 and np.isinf(dists[0, 2]) and sorted(keys[0, :2].tolist()) == [0, 1]
+    with pytest.raises(ValueError, match="rerank must be >= 1"):
+        VectorIndex(8, rerank=0)

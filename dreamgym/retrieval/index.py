@@ -25,6 +25,10 @@ class VectorIndex:
         expansion_search: usearch search-time beam width (None = usearch default, 64); settable later
             through :attr:`expansion_search` (a search-time setting: no rebuild).
         connectivity: usearch graph degree (None = usearch default, 16).
+        rerank: candidates fetched per neighbour asked (1: usearch's top-k as is). With ``rerank = r > 1``
+            a search asks the graph for ``r * k`` candidates and keeps the ``k`` of highest exact cosine
+            similarity over the stored vectors: the graph then only has to land in the right
+            neighbourhood, not rank its near-duplicates (settable later, like ``expansion_search``).
     """
 
     def __init__(
@@ -34,6 +38,7 @@ class VectorIndex:
         expansion_add: int | None = None,
         expansion_search: int | None = None,
         connectivity: int | None = None,
+        rerank: int = 1,
     ):
         if ndim < 1:
             raise ValueError(f"VectorIndex.ndim must be >= 1, got {ndim}")
@@ -46,6 +51,18 @@ class VectorIndex:
             expansion_search=expansion_search,
             connectivity=connectivity,
         )
+        self.rerank = rerank
+
+    @property
+    def rerank(self) -> int:
+        """Candidates fetched per neighbour asked before the exact re-ranking (1: none)."""
+        return self._rerank
+
+    @rerank.setter
+    def rerank(self, value: int) -> None:
+        if int(value) < 1:
+            raise ValueError(f"VectorIndex.rerank must be >= 1 (candidates per neighbour), got {value}")
+        self._rerank = int(value)
 
     @property
     def expansion_search(self) -> int:
@@ -83,6 +100,8 @@ class VectorIndex:
         dists = np.full((n, count), np.inf, dtype=np.float32)
         if n == 0 or count <= 0 or len(self) == 0:
             return keys, dists
+        if self.rerank > 1:
+            return self._reranked(vectors, count)
         m = self._index.search(vectors, count, threads=1)
         if hasattr(m, "counts"):  # BatchMatches (several queries)
             counts = np.asarray(m.counts).reshape(n)
@@ -94,6 +113,22 @@ class VectorIndex:
             c = int(counts[i])
             keys[i, :c], dists[i, :c] = got_k[i, :c], got_d[i, :c]
         return keys, dists
+
+    def _reranked(self, vectors: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`search` of ``rerank * count`` candidates, re-ranked by exact cosine distance."""
+        rerank, self._rerank = self._rerank, 1
+        try:
+            cand, _ = self.search(vectors, count * rerank)
+        finally:
+            self._rerank = rerank
+        found = cand >= 0
+        stored = np.zeros((*cand.shape, self.ndim), dtype=np.float32)
+        stored[found] = self.get(cand[found])
+        q = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        norms = np.maximum(np.linalg.norm(stored, axis=2), 1e-12)
+        d = np.where(found, 1.0 - np.einsum("nkd,nd->nk", stored, q) / norms, np.inf).astype(np.float32)
+        order = np.argsort(d, axis=1, kind="stable")[:, :count]
+        return np.take_along_axis(cand, order, 1), np.take_along_axis(d, order, 1)
 
     def get(self, keys: np.ndarray) -> np.ndarray:
         """The stored vectors ``(N, ndim)`` float32 of ``keys`` (all must be present)."""
