@@ -161,6 +161,9 @@ class TrajectoryDataModule(L.LightningDataModule):
         ref_next_chars: neighbours' next states are cut to this many characters.
         encoder: retrieval encoder, "hashing" (fast) or "minilm" (all-MiniLM-L6-v2).
         action_weight: share of the action in retrieval similarity (0..1).
+        bucket_radius: the replay buffer's index layout: 0, one usearch graph; > 0, buckets of
+            near-duplicates within this cosine distance (``ReplayBuffer.bucket_radius``; for buffers that
+            grow towards a million transitions). Saved with the buffer, so the synthetic env searches alike.
         exclude: what a train transition may not retrieve: "trajectory" (its episode), "task", "self", "none".
         skip_invalid: leave out transitions whose action was invalid (no-ops, handled without the model).
         batch_size: train batch size.
@@ -190,6 +193,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         ref_next_chars: int = 240,
         encoder: str = "hashing",
         action_weight: float = 0.5,
+        bucket_radius: float = 0.0,
         exclude: str = "trajectory",
         skip_invalid: bool = True,
         batch_size: int = 8,
@@ -221,6 +225,12 @@ class TrajectoryDataModule(L.LightningDataModule):
             ref_next_chars=ref_next_chars,
         )
         self.encoder_name, self.action_weight, self.exclude = encoder, action_weight, exclude
+        if not 0 <= bucket_radius < 2:
+            raise ValueError(
+                f"TrajectoryDataModule.bucket_radius={bucket_radius!r}; use 0 (one graph) or a cosine distance in "
+                "(0, 2), e.g. 0.1"
+            )
+        self.bucket_radius = float(bucket_radius)
         self.skip_invalid = skip_invalid
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.group_by_length = group_by_length
@@ -238,7 +248,11 @@ class TrajectoryDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.buffer is None:
             self.train_trajectories = load_trajectory_files(self.train_files, "train")
-            self.buffer = ReplayBuffer(make_encoder(self.encoder_name), action_weight=self.action_weight)
+            self.buffer = ReplayBuffer(
+                make_encoder(self.encoder_name),
+                action_weight=self.action_weight,
+                bucket_radius=self.bucket_radius,
+            )
             self.buffer.add(t for traj in self.train_trajectories for t in traj.transitions)
         if "train" not in self._examples and stage in (None, "fit"):
             train = make_examples(

@@ -9,6 +9,8 @@ dimension, renormalised), so the index holds clusters of near-duplicates as a bu
 synthetic transitions does. Queries are ``--queries`` held-out test transitions (``--test``), asked
 one at a time and in batches of ``--batch`` (the synthetic env's slots). Exact search is a numpy
 matrix product over the same vectors; recall@k is the share of the exact top-k that usearch returns.
+With ``--bucket-radius R`` the index is a :class:`~dreamgym.retrieval.index.BucketIndex` (leaders within
+cosine distance R in the usearch graph, their buckets scored exactly), measured per ``--probe``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from dreamgym.provenance import result_meta, write_result
 from dreamgym.retrieval import ReplayBuffer
-from dreamgym.retrieval.index import VectorIndex, grow_vectors
+from dreamgym.retrieval.index import BucketIndex, VectorIndex, grow_vectors
 from dreamgym.schema import iter_transitions, read_trajectories
 
 
@@ -52,17 +54,25 @@ def measure(
     connectivity: int | None = None,
     expansion_add: int | None = None,
     src: np.ndarray | None = None,
-    rerank: list[int] = (1,),
+    bucket_radius: float | None = None,
+    probes: list[int] = (16,),
 ) -> list[dict]:
     """Build once (time, memory), then per search beam width in ``expansion_search`` (None: usearch's
-    default) and per ``rerank`` (:attr:`VectorIndex.rerank`: candidates per neighbour re-ranked exactly):
-    latency (single and batched queries) and recall@k against exact search, and its speed-up.
+    default) and, for a :class:`BucketIndex` (``bucket_radius``), per number of probed buckets in
+    ``probes``: latency (single and batched queries) and recall@k against exact search, and its speed-up.
 
     With ``src`` (per row, the real transition it copies: :func:`grow_vectors`), also the recall of the
     real transitions behind the exact top-k (jittered copies carry the same transition's text, so which
     copy is returned does not change what the experience model reads), and the mean cosine similarity of
     the returned top-k against the exact top-k's."""
-    index = VectorIndex(db.shape[1], connectivity=connectivity, expansion_add=expansion_add)
+    if bucket_radius:
+        index = BucketIndex(
+            db.shape[1], bucket_radius, connectivity=connectivity, expansion_add=expansion_add
+        )
+        graph = index.leaders._index
+    else:
+        index = VectorIndex(db.shape[1], connectivity=connectivity, expansion_add=expansion_add)
+        graph, probes = index._index, [None]
     t0 = time.perf_counter()
     index.add(np.arange(len(db)), db)
     build = time.perf_counter() - t0
@@ -71,18 +81,20 @@ def measure(
     exact_ms = (time.perf_counter() - t0) / len(q) * 1e3
     common = {
         "n": len(db),
-        "connectivity": int(index._index.connectivity),
-        "expansion_add": int(index._index.expansion_add),
+        "connectivity": int(graph.connectivity),
+        "expansion_add": int(graph.expansion_add),
+        **({"bucket_radius": bucket_radius, "buckets": index.buckets} if bucket_radius else {}),
         "build_s": round(build, 2),
         "index_mb": round(len(index.to_bytes()) / 2**20, 1),
         "vectors_mb": round(db.nbytes / 2**20, 1),
         "exact_numpy_ms_per_query": round(exact_ms, 3),
     }
     rows = []
-    for ef, r in [(ef, r) for ef in expansion_search for r in rerank]:
+    for ef, probe in [(ef, p) for ef in expansion_search for p in probes]:
         if ef is not None:
             index.expansion_search = ef
-        index.rerank = r
+        if probe is not None:
+            index.probe = probe
         t0 = time.perf_counter()
         for row in q:
             index.search(row[None], k)
@@ -101,7 +113,7 @@ def measure(
             {
                 **common,
                 "expansion_search": index.expansion_search,
-                "rerank": r,
+                **({"probe": probe} if probe is not None else {}),
                 "single_query_ms": round(single_ms, 3),
                 f"batch{batch}_query_ms": round(batch_ms, 3),
                 "speedup_vs_exact": round(exact_ms / single_ms, 1),
@@ -134,9 +146,14 @@ def main(argv: list[str] | None = None) -> dict:
         "--expansion-add", type=int, default=None, help="build beam width (default: usearch's, 128)"
     )
     ap.add_argument(
-        "--rerank", type=int, nargs="+", default=[1],
-        help="candidates per neighbour re-ranked by exact cosine (VectorIndex.rerank; 1: none)",
-    )  # fmt: skip
+        "--bucket-radius",
+        type=float,
+        default=None,
+        help="index buckets of near-duplicates (BucketIndex radius, a cosine distance; default: plain graph)",
+    )
+    ap.add_argument(
+        "--probe", type=int, nargs="+", default=[16], help="buckets scored per query (BucketIndex)"
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
@@ -146,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict:
     for n in args.sizes:
         db, src = grow_vectors(base, n, args.jitter, rng)
         for row in measure(db, queries, args.k, args.batch, args.expansion_search, args.connectivity,
-                           args.expansion_add, src, args.rerank):  # fmt: skip
+                           args.expansion_add, src, args.bucket_radius, args.probe):  # fmt: skip
             row = {"real_vectors": min(n, len(base)), **row}
             print(json.dumps(row), flush=True)
             rows.append(row)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from dreamgym.retrieval import HashingEncoder, ReplayBuffer, VectorIndex
+from dreamgym.retrieval.index import BucketIndex, grow_vectors, index_from_bytes, load_index
 from dreamgym.schema import Transition
 
 
@@ -21,9 +22,9 @@ def _t(traj: str, step: int, state: str, action: str, task: str = "t0") -> Trans
     )
 
 
-@pytest.fixture
-def buf():
-    b = ReplayBuffer(HashingEncoder(dim=64))
+@pytest.fixture(params=[0.0, 0.1], ids=["graph", "buckets"])
+def buf(request):
+    b = ReplayBuffer(HashingEncoder(dim=64), bucket_radius=request.param)
     b.add(
         [
             _t("A", 0, "search page for red shirts", "search[red shirt]", "t0"),
@@ -113,24 +114,42 @@ def test_bench_loop_grows_a_buffer_with_retrievable_copies(buf):
     assert top.trajectory_id.startswith("A#") and (top.state, top.action) == (first.state, first.action)
 
 
-def test_rerank_keeps_the_exact_top_k_of_the_candidates():
-    """``rerank`` asks the graph for r*k candidates and orders them by exact cosine: when the candidates
-    are the whole index, the answer is the exact top-k (keys and distances), for one query and a batch."""
-    rng = np.random.default_rng(0)
-    db = rng.normal(size=(60, 8)).astype(np.float32)
-    q = rng.normal(size=(3, 8)).astype(np.float32)
-    index = VectorIndex(8, rerank=20)  # 3 * 20 = 60 candidates: every vector
-    index.add(np.arange(60), db)
+def _exact(db: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     sims = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (db / np.linalg.norm(db, axis=1, keepdims=True)).T
-    want = np.argsort(-sims, axis=1)[:, :3]
-    keys, dists = index.search(q, 3)
-    assert keys.tolist() == want.tolist()
-    np.testing.assert_allclose(dists, 1 - np.take_along_axis(sims, want, 1), atol=1e-5)
-    one, _ = index.search(q[:1], 3)
-    assert one.tolist() == want[:1].tolist()
-    small = VectorIndex(8, rerank=4)
-    small.add(np.arange(2), db[:2])  # fewer vectors than asked: padded with -1 / inf, as without rerank
-    keys, dists = small.search(q[:1], 3)
-    assert keys[0, 2] == -1 and np.isinf(dists[0, 2]) and sorted(keys[0, :2].tolist()) == [0, 1]
-    with pytest.raises(ValueError, match="rerank must be >= 1"):
-        VectorIndex(8, rerank=0)
+    return np.argsort(-sims, axis=1, kind="stable")[:, :k]
+
+
+def test_bucket_index_groups_near_duplicates_and_scores_buckets_exactly(tmp_path):
+    """Jittered copies join their source's bucket; probing every bucket is exact search; the layout
+    survives bytes and file round trips (``index_from_bytes``/``load_index`` tell the layouts apart)."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, 32)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    db, src = grow_vectors(base, 400, 0.01, rng)
+    q = base[:5] + rng.normal(0, 0.05, (5, 32)).astype(np.float32)
+    index = BucketIndex(32, radius=0.1, probe=40, chunk=64)
+    index.add(np.arange(100, 500), db)  # keys need not be rows
+    assert len(index) == 400 and index.buckets == 40
+    keys, dists = index.search(q, 10)
+    assert (keys - 100).tolist() == _exact(db, q, 10).tolist()
+    assert np.all(np.diff(dists, axis=1) >= 0) and np.allclose(
+        index.get(keys[0, :1]), db[keys[0, 0] - 100], atol=1e-6
+    )
+    index.probe = 1  # the nearest bucket only: its members, still ranked exactly
+    near, _ = index.search(q[:1], 10)
+    assert set(src[near[0] - 100]) == {0}
+    for loaded in (index_from_bytes(index.to_bytes(), 32), _saved(index, tmp_path / "i.usearch")):
+        assert isinstance(loaded, BucketIndex) and loaded.buckets == 40
+        assert loaded.search(q, 10)[0].tolist() == index.search(q, 10)[0].tolist()
+    plain = VectorIndex(32)
+    plain.add(np.arange(3), db[:3])
+    assert isinstance(index_from_bytes(plain.to_bytes(), 32), VectorIndex)
+    empty = BucketIndex(32)
+    assert empty.search(q, 3)[0].tolist() == [[-1] * 3] * 5
+    with pytest.raises(ValueError, match="radius must be in"):
+        BucketIndex(32, radius=0)
+
+
+def _saved(index, path):
+    index.save(path)
+    return load_index(path, index.ndim)

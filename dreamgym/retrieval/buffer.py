@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dreamgym.retrieval.encoders import Encoder, HashingEncoder, make_encoder
-from dreamgym.retrieval.index import VectorIndex
+from dreamgym.retrieval.index import BucketIndex, VectorIndex, index_from_bytes, load_index
 from dreamgym.schema import Transition, iter_transitions, read_trajectories
 
 __all__ = ["ReplayBuffer", "EXCLUDE_MODES"]
@@ -39,16 +39,34 @@ class ReplayBuffer:
         encoder: text encoder (default: :class:`HashingEncoder`).
         action_weight: share of the action in the similarity (0..1; see module docstring).
         dtype: usearch storage type.
+        bucket_radius: 0 indexes every vector in one usearch graph (:class:`VectorIndex`); > 0 groups
+            near-duplicates into buckets (:class:`BucketIndex`, this cosine radius), which keeps recall at
+            a million transitions (BENCHMARKS.md, "Retrieval").
+        probe: buckets scored per query (``bucket_radius > 0``).
     """
 
-    def __init__(self, encoder: Encoder | None = None, action_weight: float = 0.5, dtype: str = "f32"):
+    def __init__(
+        self,
+        encoder: Encoder | None = None,
+        action_weight: float = 0.5,
+        dtype: str = "f32",
+        bucket_radius: float = 0.0,
+        probe: int = 16,
+    ):
         if not 0.0 <= action_weight <= 1.0:
             raise ValueError(f"ReplayBuffer.action_weight must be in [0, 1], got {action_weight}")
         self.encoder = encoder or HashingEncoder()
         self.action_weight = float(action_weight)
         self.dtype = dtype
         self.transitions: list[Transition] = []
-        self.index = VectorIndex(2 * self.encoder.dim, dtype)
+        self.bucket_radius, self.probe = float(bucket_radius), int(probe)
+        self.index = self._new_index()
+
+    def _new_index(self) -> VectorIndex | BucketIndex:
+        ndim = 2 * self.encoder.dim
+        if self.bucket_radius:
+            return BucketIndex(ndim, self.bucket_radius, self.probe, self.dtype)
+        return VectorIndex(ndim, self.dtype)
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -147,6 +165,8 @@ class ReplayBuffer:
             "encoder": self.encoder.config(),
             "action_weight": self.action_weight,
             "dtype": self.dtype,
+            "bucket_radius": self.bucket_radius,
+            "probe": self.probe,
             "count": len(self),
         }
 
@@ -171,14 +191,20 @@ class ReplayBuffer:
                 "(the experience-model SFT saves it next to the model as `buffer/`)"
             )
         meta = json.loads((d / "buffer.json").read_text())
-        buf = cls(encoder or make_encoder(**meta["encoder"]), meta["action_weight"], meta["dtype"])
+        buf = cls(
+            encoder or make_encoder(**meta["encoder"]),
+            meta["action_weight"],
+            meta["dtype"],
+            meta.get("bucket_radius", 0.0),  # buffers saved before buckets existed: one graph
+            meta.get("probe", 16),
+        )
         with (d / "transitions.jsonl").open(encoding="utf-8") as f:
             buf.transitions = [
                 Transition.from_dict(json.loads(line), f"{d / 'transitions.jsonl'}:{i}")
                 for i, line in enumerate(f, 1)
                 if line.strip()
             ]
-        buf.index = VectorIndex.load(d / "index.usearch", 2 * buf.encoder.dim, buf.dtype)
+        buf.index = load_index(d / "index.usearch", 2 * buf.encoder.dim, buf.dtype)
         if len(buf.index) != len(buf.transitions):
             raise ValueError(
                 f"replay buffer {str(d)!r}: index holds {len(buf.index)} vectors but transitions.jsonl "
@@ -202,5 +228,11 @@ class ReplayBuffer:
                 f"this buffer's {self.encoder.config()}; build the buffer with the saved encoder"
             )
         self.action_weight = float(state["meta"]["action_weight"])
+        self.bucket_radius = float(state["meta"].get("bucket_radius", 0.0))
+        self.probe = int(state["meta"].get("probe", 16))
         self.transitions = [Transition.from_dict(t) for t in state["transitions"]]
-        self.index = VectorIndex.from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)
+        self.index = (
+            index_from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)
+            if state["index"]
+            else self._new_index()
+        )

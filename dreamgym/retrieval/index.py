@@ -1,18 +1,27 @@
-"""A thin wrapper over a usearch cosine index (``usearch.index.Index``) with integer keys.
+"""Cosine vector indexes with integer keys: :class:`VectorIndex`, a thin wrapper over a usearch HNSW graph
+(``usearch.index.Index``), and :class:`BucketIndex`, the same interface for buffers of near-duplicates.
 
 Search is batched; rows with fewer hits than asked are padded with key ``-1`` and distance ``inf``
 (usearch reports the number of real hits per row in ``BatchMatches.counts``).
+
+Why two layouts: a replay buffer that grows by written-back synthetic transitions holds clusters of
+near-duplicates (the same page visited again and again). An HNSW graph over such clusters spends its edges
+inside them and loses the way between them: at a million vectors the plain graph finds 45-79 % of the exact
+top-10 (``benchmarks/results/retrieval_webshop_1m*.json``), and re-ranking more of its candidates does not
+help (it misses whole neighbourhoods). :class:`BucketIndex` keeps one *leader* per cluster in the graph
+and scores the members of the nearest leaders' buckets exactly.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 import numpy as np
 from usearch.index import Index
 
-__all__ = ["VectorIndex", "grow_vectors"]
+__all__ = ["VectorIndex", "BucketIndex", "load_index", "index_from_bytes", "grow_vectors"]
 
 
 class VectorIndex:
@@ -25,10 +34,6 @@ class VectorIndex:
         expansion_search: usearch search-time beam width (None = usearch default, 64); settable later
             through :attr:`expansion_search` (a search-time setting: no rebuild).
         connectivity: usearch graph degree (None = usearch default, 16).
-        rerank: candidates fetched per neighbour asked (1: usearch's top-k as is). With ``rerank = r > 1``
-            a search asks the graph for ``r * k`` candidates and keeps the ``k`` of highest exact cosine
-            similarity over the stored vectors: the graph then only has to land in the right
-            neighbourhood, not rank its near-duplicates (settable later, like ``expansion_search``).
     """
 
     def __init__(
@@ -38,7 +43,6 @@ class VectorIndex:
         expansion_add: int | None = None,
         expansion_search: int | None = None,
         connectivity: int | None = None,
-        rerank: int = 1,
     ):
         if ndim < 1:
             raise ValueError(f"VectorIndex.ndim must be >= 1, got {ndim}")
@@ -51,18 +55,6 @@ class VectorIndex:
             expansion_search=expansion_search,
             connectivity=connectivity,
         )
-        self.rerank = rerank
-
-    @property
-    def rerank(self) -> int:
-        """Candidates fetched per neighbour asked before the exact re-ranking (1: none)."""
-        return self._rerank
-
-    @rerank.setter
-    def rerank(self, value: int) -> None:
-        if int(value) < 1:
-            raise ValueError(f"VectorIndex.rerank must be >= 1 (candidates per neighbour), got {value}")
-        self._rerank = int(value)
 
     @property
     def expansion_search(self) -> int:
@@ -100,8 +92,6 @@ class VectorIndex:
         dists = np.full((n, count), np.inf, dtype=np.float32)
         if n == 0 or count <= 0 or len(self) == 0:
             return keys, dists
-        if self.rerank > 1:
-            return self._reranked(vectors, count)
         m = self._index.search(vectors, count, threads=1)
         if hasattr(m, "counts"):  # BatchMatches (several queries)
             counts = np.asarray(m.counts).reshape(n)
@@ -113,22 +103,6 @@ class VectorIndex:
             c = int(counts[i])
             keys[i, :c], dists[i, :c] = got_k[i, :c], got_d[i, :c]
         return keys, dists
-
-    def _reranked(self, vectors: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`search` of ``rerank * count`` candidates, re-ranked by exact cosine distance."""
-        rerank, self._rerank = self._rerank, 1
-        try:
-            cand, _ = self.search(vectors, count * rerank)
-        finally:
-            self._rerank = rerank
-        found = cand >= 0
-        stored = np.zeros((*cand.shape, self.ndim), dtype=np.float32)
-        stored[found] = self.get(cand[found])
-        q = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        norms = np.maximum(np.linalg.norm(stored, axis=2), 1e-12)
-        d = np.where(found, 1.0 - np.einsum("nkd,nd->nk", stored, q) / norms, np.inf).astype(np.float32)
-        order = np.argsort(d, axis=1, kind="stable")[:, :count]
-        return np.take_along_axis(cand, order, 1), np.take_along_axis(d, order, 1)
 
     def get(self, keys: np.ndarray) -> np.ndarray:
         """The stored vectors ``(N, ndim)`` float32 of ``keys`` (all must be present)."""
@@ -166,6 +140,193 @@ class VectorIndex:
         if data:
             out._index.load(bytearray(data))
         return out
+
+
+_BUCKETS_MAGIC = b"DGBUCKETS1"
+
+
+class BucketIndex:
+    """Cosine index of buckets: a vector within cosine distance ``radius`` of a bucket's leader joins that
+    bucket, else it leads a new one; the usearch graph (:class:`VectorIndex`) holds the leaders only. A
+    search takes the ``probe`` leaders nearest each query from the graph and ranks every member of their
+    buckets by exact cosine similarity. Leaders are assigned in chunks of ``chunk`` vectors (a chunk's
+    vectors are compared with the leaders so far, then among themselves), so the buckets do not depend on
+    how the vectors were batched into :meth:`add` calls beyond that.
+
+    Args:
+        ndim: vector size.
+        radius: cosine distance from a leader within which a vector joins its bucket (> 0).
+        probe: leaders whose buckets a search scores (more: closer to exact search, slower).
+        dtype, expansion_add, expansion_search, connectivity: of the leaders' graph (:class:`VectorIndex`).
+        chunk: vectors assigned to leaders at a time.
+
+    Memory: the vectors (float32, normalised) plus the leaders' graph.
+    """
+
+    def __init__(
+        self,
+        ndim: int,
+        radius: float = 0.1,
+        probe: int = 16,
+        dtype: str = "f32",
+        expansion_add: int | None = None,
+        expansion_search: int | None = None,
+        connectivity: int | None = None,
+        chunk: int = 4096,
+    ):
+        if not 0 < radius < 2:
+            raise ValueError(f"BucketIndex.radius must be in (0, 2) (a cosine distance), got {radius}")
+        if probe < 1 or chunk < 1:
+            raise ValueError(f"BucketIndex.probe ({probe}) and chunk ({chunk}) must be >= 1")
+        self.ndim, self.dtype, self.radius, self.probe, self.chunk = (
+            int(ndim),
+            dtype,
+            float(radius),
+            int(probe),
+            int(chunk),
+        )
+        self.leaders = VectorIndex(ndim, dtype, expansion_add, expansion_search, connectivity)
+        self._vecs = np.zeros((0, self.ndim), dtype=np.float32)  # row -> normalised vector
+        self._keys = np.zeros(0, dtype=np.int64)  # row -> key
+        self._bucket = np.zeros(0, dtype=np.int64)  # row -> its leader's row
+        self._n = 0
+        self._row_of: dict[int, int] = {}
+        self._members: dict[int, list[int]] = {}  # leader row -> member rows (the leader first)
+
+    @property
+    def expansion_search(self) -> int:
+        """The leaders' graph's search beam width."""
+        return self.leaders.expansion_search
+
+    @expansion_search.setter
+    def expansion_search(self, value: int) -> None:
+        self.leaders.expansion_search = value
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def buckets(self) -> int:
+        """Number of buckets (leaders)."""
+        return len(self._members)
+
+    def _grow(self, n: int) -> None:
+        if self._n + n <= len(self._vecs):
+            return
+        cap = max(self._n + n, 2 * len(self._vecs), 1024)
+        self._vecs = np.resize(self._vecs, (cap, self.ndim))
+        self._keys, self._bucket = np.resize(self._keys, cap), np.resize(self._bucket, cap)
+
+    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Add ``vectors`` (N, ndim) under ``keys`` (N,), each to the bucket of a leader within ``radius``
+        (the nearest found) or as a new leader."""
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(keys), -1)
+        if vectors.shape[1] != self.ndim:
+            raise ValueError(
+                f"BucketIndex.add: vectors have {vectors.shape[1]} dims, the index has {self.ndim}"
+            )
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        self._grow(len(keys))
+        for start in range(0, len(keys), self.chunk):
+            self._add_chunk(keys[start : start + self.chunk], vectors[start : start + self.chunk])
+
+    def _add_chunk(self, keys: np.ndarray, vecs: np.ndarray) -> None:
+        rows = np.arange(self._n, self._n + len(keys))
+        self._vecs[rows], self._keys[rows] = vecs, keys
+        self._n += len(keys)
+        near, dist = self.leaders.search(vecs, 1)
+        lead = np.where(dist[:, 0] <= self.radius, near[:, 0], -1)
+        new_leaders: list[int] = []
+        for i in np.flatnonzero(lead < 0):  # compare with the chunk's own new leaders first
+            if new_leaders:
+                sims = self._vecs[new_leaders] @ vecs[i]
+                j = int(np.argmax(sims))
+                if 1.0 - sims[j] <= self.radius:
+                    lead[i] = new_leaders[j]
+                    continue
+            lead[i] = rows[i]
+            new_leaders.append(int(rows[i]))
+        if new_leaders:
+            self.leaders.add(np.asarray(new_leaders), self._vecs[new_leaders])
+            for r in new_leaders:
+                self._members[r] = []
+        for r, leader in zip(rows.tolist(), lead.tolist(), strict=True):
+            self._bucket[r] = leader
+            self._members[leader].append(r)
+            self._row_of[int(self._keys[r])] = r
+
+    def search(self, vectors: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``count`` neighbours of each row among the ``probe`` nearest buckets' members: ``(keys (N,
+        count) int64, cosine distances (N, count) float32)``, ascending; missing hits are ``-1``/``inf``."""
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, self.ndim)
+        n = len(vectors)
+        keys = np.full((n, count), -1, dtype=np.int64)
+        dists = np.full((n, count), np.inf, dtype=np.float32)
+        if n == 0 or count <= 0 or self._n == 0:
+            return keys, dists
+        q = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        leaders, _ = self.leaders.search(q, self.probe)
+        for i in range(n):
+            rows = np.concatenate([self._members[int(r)] for r in leaders[i] if r >= 0])
+            d = 1.0 - self._vecs[rows] @ q[i]
+            top = np.argsort(d, kind="stable")[:count]
+            keys[i, : len(top)], dists[i, : len(top)] = self._keys[rows[top]], d[top]
+        return keys, dists
+
+    def get(self, keys: np.ndarray) -> np.ndarray:
+        """The stored (normalised) vectors ``(N, ndim)`` float32 of ``keys`` (all must be present)."""
+        rows = [self._row_of[int(k)] for k in np.asarray(keys).reshape(-1)]
+        return self._vecs[rows].copy()
+
+    def to_bytes(self) -> bytes:
+        """The serialised index: vectors, keys, bucket of each row and the leaders' graph."""
+        buf = io.BytesIO()
+        np.savez(buf, vecs=self._vecs[: self._n], keys=self._keys[: self._n], bucket=self._bucket[: self._n],
+                 graph=np.frombuffer(self.leaders.to_bytes(), dtype=np.uint8),
+                 config=np.array([self.radius, self.probe, self.chunk], dtype=np.float64))  # fmt: skip
+        return _BUCKETS_MAGIC + buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, ndim: int, dtype: str = "f32") -> BucketIndex:
+        """Rebuild an index from :meth:`to_bytes` output."""
+        if not data.startswith(_BUCKETS_MAGIC):
+            raise ValueError("BucketIndex.from_bytes: not a BucketIndex (no bucket header)")
+        z = np.load(io.BytesIO(data[len(_BUCKETS_MAGIC) :]))
+        radius, probe, chunk = z["config"].tolist()
+        out = cls(ndim, radius, int(probe), dtype, chunk=int(chunk))
+        out.leaders = VectorIndex.from_bytes(z["graph"].tobytes(), ndim, dtype)
+        out._vecs, out._keys, out._bucket = z["vecs"].copy(), z["keys"].copy(), z["bucket"].copy()
+        out._n = len(out._keys)
+        out._row_of = {int(k): r for r, k in enumerate(out._keys.tolist())}
+        for r, leader in enumerate(out._bucket.tolist()):
+            out._members.setdefault(leader, []).append(r)
+        return out
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index to ``path`` (a file)."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(self.to_bytes())
+
+
+def index_from_bytes(data: bytes, ndim: int, dtype: str = "f32") -> VectorIndex | BucketIndex:
+    """:meth:`BucketIndex.from_bytes` or :meth:`VectorIndex.from_bytes`, whichever wrote ``data``."""
+    if bytes(data[: len(_BUCKETS_MAGIC)]) == _BUCKETS_MAGIC:
+        return BucketIndex.from_bytes(bytes(data), ndim, dtype)
+    return VectorIndex.from_bytes(data, ndim, dtype)
+
+
+def load_index(path: str | os.PathLike, ndim: int, dtype: str = "f32") -> VectorIndex | BucketIndex:
+    """Read an index written by either layout's ``save``."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"usearch index file {str(path)!r} does not exist; save a ReplayBuffer first")
+    with open(path, "rb") as f:
+        bucketed = f.read(len(_BUCKETS_MAGIC)) == _BUCKETS_MAGIC
+    return (
+        BucketIndex.from_bytes(Path(path).read_bytes(), ndim, dtype)
+        if bucketed
+        else VectorIndex.load(path, ndim, dtype)
+    )
 
 
 def grow_vectors(
