@@ -19,7 +19,7 @@ from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.schema import read_trajectories
 from dreamgym.seeding import run_seed
 
-__all__ = ["PolicySFTDataModule", "bc_examples"]
+__all__ = ["PolicySFTDataModule", "bc_examples", "repeat_by_verb"]
 
 
 def bc_examples(
@@ -41,6 +41,17 @@ def bc_examples(
     return out
 
 
+def repeat_by_verb(examples: list[dict[str, str]], repeats: dict[str, int]) -> list[dict[str, str]]:
+    """``examples`` with each one whose target action starts with a verb of ``repeats`` (its first word,
+    e.g. ``take`` of "take mug 1 from desk 1") listed that many times: the decisions an episode hinges on
+    but the data rarely shows (ALFWorld's ``take`` is one step among many ``go to``) weigh more."""
+    out = []
+    for ex in examples:
+        words = ex["target"].split("</think>")[-1].split()
+        out.extend([ex] * int(repeats.get(words[0], 1) if words else 1))
+    return out
+
+
 class PolicySFTDataModule(L.LightningDataModule):
     """Offline expert steps for the policy warm start.
 
@@ -55,6 +66,8 @@ class PolicySFTDataModule(L.LightningDataModule):
         num_workers: DataLoader workers.
         group_by_length: train batches hold examples of similar length (:mod:`datamodules.batching`).
         seed: seed of the length-grouped batch order (None: the run's seed, ``seed_everything``).
+        repeat_verbs: train examples whose action starts with one of these verbs are repeated that many
+            times (:func:`repeat_by_verb`; e.g. ``{take: 4}``); validation examples are not.
     """
 
     def __init__(
@@ -69,8 +82,19 @@ class PolicySFTDataModule(L.LightningDataModule):
         num_workers: int = 0,
         group_by_length: bool = True,
         seed: int | None = None,
+        repeat_verbs: dict[str, int] | None = None,
     ):
         super().__init__()
+        bad = {
+            v: n
+            for v, n in (repeat_verbs or {}).items()
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1
+        }
+        if bad:
+            raise ValueError(
+                f"PolicySFTDataModule.repeat_verbs={bad}: give each verb an integer >= 1 (times its examples "
+                "are listed), e.g. {take: 4}"
+            )
         if batch_size < 1 or num_workers < 0:
             raise ValueError(
                 f"PolicySFTDataModule: batch_size ({batch_size}) must be >= 1 and num_workers ({num_workers}) >= 0"
@@ -81,9 +105,12 @@ class PolicySFTDataModule(L.LightningDataModule):
         self.success_only, self.batch_size = success_only, batch_size
         self.max_val_examples, self.num_workers = max_val_examples, num_workers
         self.group_by_length, self.seed = group_by_length, run_seed(seed)
+        self.repeat_verbs = dict(repeat_verbs or {})
 
     def setup(self, stage: str | None = None) -> None:
-        self.train_examples = bc_examples(self.train_files, self.format, self.policies, self.success_only)
+        self.train_examples = repeat_by_verb(
+            bc_examples(self.train_files, self.format, self.policies, self.success_only), self.repeat_verbs
+        )
         if not self.train_examples:
             found = Counter(
                 t.policy for path in self.train_files for t in read_trajectories(path) if t.success

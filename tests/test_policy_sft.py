@@ -4,7 +4,7 @@ import lightning as L
 import pytest
 import torch
 
-from datamodules.policy_sft import PolicySFTDataModule, bc_examples
+from datamodules.policy_sft import PolicySFTDataModule, bc_examples, repeat_by_verb
 from dreamgym.modeling import LanguageModel, load_pretrained
 from dreamgym.modeling.policy_format import PolicyFormat
 from dreamgym.modeling.sft import bc_loss, encode_bc_batch
@@ -21,6 +21,23 @@ def test_examples_follow_expert_steps_with_history(webshop_offline):
     assert ex[0]["target"] == " " + first[0].action.strip()
     assert ex[1]["prompt"] == fmt.prompt(first[1].instruction, first[1].state, first[1].available_actions,
                                          [(first[0].state, first[0].action)])  # fmt: skip
+
+
+def test_repeat_by_verb_lists_rare_decisions_more_often(webshop_offline):
+    ex = [{"prompt": "p", "target": t} for t in (" go to desk 1", " take mug 1 from desk 1", " <think>x y</think> take a",
+                                                 " open drawer 1", "")]  # fmt: skip
+    out = repeat_by_verb(ex, {"take": 3, "open": 2})
+    assert [e["target"] for e in out].count(" take mug 1 from desk 1") == 3
+    assert [e["target"] for e in out].count(
+        " <think>x y</think> take a"
+    ) == 3  # the action after a think block
+    assert len(out) == 1 + 3 + 3 + 2 + 1
+    dm = PolicySFTDataModule([str(webshop_offline)], [str(webshop_offline)], repeat_verbs={"click[buy": 2})
+    dm.setup()
+    buys = sum(e["target"].startswith(" click[buy") for e in bc_examples([str(webshop_offline)], dm.format))
+    assert buys > 0 and len(dm.train_examples) == len(bc_examples([str(webshop_offline)], dm.format)) + buys
+    with pytest.raises(ValueError, match=r"repeat_verbs=\{'take': 0\}"):
+        PolicySFTDataModule([str(webshop_offline)], repeat_verbs={"take": 0})
 
 
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
