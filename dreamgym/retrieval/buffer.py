@@ -51,7 +51,7 @@ class ReplayBuffer:
         action_weight: float = 0.5,
         dtype: str = "f32",
         bucket_radius: float = 0.0,
-        probe: int = 16,
+        probe: int = 8,
     ):
         if not 0.0 <= action_weight <= 1.0:
             raise ValueError(f"ReplayBuffer.action_weight must be in [0, 1], got {action_weight}")
@@ -196,7 +196,7 @@ class ReplayBuffer:
             meta["action_weight"],
             meta["dtype"],
             meta.get("bucket_radius", 0.0),  # buffers saved before buckets existed: one graph
-            meta.get("probe", 16),
+            meta.get("probe", 8),
         )
         with (d / "transitions.jsonl").open(encoding="utf-8") as f:
             buf.transitions = [
@@ -229,7 +229,7 @@ class ReplayBuffer:
             )
         self.action_weight = float(state["meta"]["action_weight"])
         self.bucket_radius = float(state["meta"].get("bucket_radius", 0.0))
-        self.probe = int(state["meta"].get("probe", 16))
+        self.probe = int(state["meta"].get("probe", 8))
         self.transitions = [Transition.from_dict(t) for t in state["transitions"]]
         self.index = (
             index_from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)

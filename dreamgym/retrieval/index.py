@@ -167,7 +167,7 @@ class BucketIndex:
         self,
         ndim: int,
         radius: float = 0.1,
-        probe: int = 16,
+        probe: int = 8,
         dtype: str = "f32",
         expansion_add: int | None = None,
         expansion_search: int | None = None,
