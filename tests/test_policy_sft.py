@@ -40,6 +40,23 @@ def test_repeat_by_verb_lists_rare_decisions_more_often(webshop_offline):
         PolicySFTDataModule([str(webshop_offline)], repeat_verbs={"take": 0})
 
 
+def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
+    acts = ["go to desk 1", "help", "look", "take mug 1 from desk 1", "take pen 2 from desk 1"]
+    assert PolicyFormat.matching("put a clean mug in coffeemachine", acts) == ["take mug 1 from desk 1"]
+    assert PolicyFormat.matching("look at the pen under the desklamp", acts) == [
+        "look",
+        "take pen 2 from desk 1",
+    ]
+    fmt = PolicyFormat(history_window=0, match_instruction=True)
+    prompt = fmt.prompt("put a clean mug in coffeemachine", "On the desk 1, you see a mug 1.", acts)
+    assert prompt.endswith(
+        "take pen 2 from desk 1\nActions naming the instruction's words:\ntake mug 1 from desk 1\nAction:"
+    )
+    assert "naming" not in PolicyFormat(history_window=0).prompt("put a mug in desk", "s", acts)
+    fmt.save(tmp_path)
+    assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=0)
+
+
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
     from dreamgym.modeling.chat import ChatCodec

@@ -13,6 +13,8 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     Available actions:
     <a>
     <a>
+    Actions naming the instruction's words:         (only with ``match_instruction``)
+    <a>
     Action:
 
 Response (what the policy is trained to write, then the tokenizer's EOS token)::
@@ -39,6 +41,10 @@ FORMAT_FILE = "policy_format.json"
 """Written next to a warm-started policy, so RL and evaluation prompt it exactly as it was trained."""
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+_WORD = re.compile(r"[a-z]+")
+_FUNCTION_WORDS = frozenset(
+    "a an the in on at to of with from and or for into onto some it its is are be this that then".split()
+)
 
 
 @dataclass
@@ -63,6 +69,10 @@ class PolicyFormat:
         history_state_chars: previous states are cut to this many characters.
         max_actions: at most this many available actions are listed (0: no limit).
         think: the response starts with a ``<think>...</think>`` block (SFT targets include one).
+        match_instruction: after the listed actions, list again those that share a word with the
+            instruction (:meth:`matching`): a small model then sees the decision an episode hinges on
+            (ALFWorld's ``take mug 1 from desk 1`` for "put a clean mug in ...") without having to match
+            the goal's words against dozens of commands itself. Visible text only.
     """
 
     def __init__(
@@ -72,6 +82,7 @@ class PolicyFormat:
         history_state_chars: int = 200,
         max_actions: int = 30,
         think: bool = False,
+        match_instruction: bool = False,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -80,8 +91,16 @@ class PolicyFormat:
         self.history_state_chars = history_state_chars
         self.max_actions = max_actions
         self.think = think
+        self.match_instruction = match_instruction
 
-    _FIELDS = ("history_window", "max_state_chars", "history_state_chars", "max_actions", "think")
+    _FIELDS = (
+        "history_window",
+        "max_state_chars",
+        "history_state_chars",
+        "max_actions",
+        "think",
+        "match_instruction",
+    )
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self._FIELDS}
@@ -123,6 +142,9 @@ class PolicyFormat:
         lines.append(_cut(observation, self.max_state_chars))
         lines.append("Available actions:")
         lines.extend(self.listed(available_actions))
+        if self.match_instruction:
+            lines.append("Actions naming the instruction's words:")
+            lines.extend(self.matching(instruction, self.listed(available_actions)))
         lines.append("Action:")
         return "\n".join(lines)
 
@@ -130,6 +152,13 @@ class PolicyFormat:
         """The actions the prompt lists: the first ``max_actions`` (constrained decoding uses the same)."""
         acts = list(available_actions)
         return acts[: self.max_actions] if self.max_actions else acts
+
+    @staticmethod
+    def matching(instruction: str, actions: list[str]) -> list[str]:
+        """The ``actions`` (in order) that share a word with ``instruction``, function words aside
+        (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine")."""
+        words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
+        return [a for a in actions if words & set(_WORD.findall(a.lower()))]
 
     def target(self, action: str, reasoning: str | None = None) -> str:
         """The response text for ``action`` (without EOS); a think block only if ``self.think``."""
