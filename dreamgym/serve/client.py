@@ -108,7 +108,8 @@ class AgentGymEnv(TextEnvBase):
     Args:
         url: the server's base URL (required: the env never guesses a server).
         batch_size: slots; each creates one server env.
-        max_steps: step limit per episode, counted here (servers have none).
+        max_steps: step limit per episode, counted here (the WebShop server has none; the ALFWorld one
+            answers done at step 50, read as the truncation at this limit).
         split: the server's split (a label: the server decides what it serves).
         seed: task sampling seed.
         num_tasks: the server's task count; ``None`` asks ``GET /info`` (dreamgym servers only).
