@@ -47,7 +47,7 @@ def repeat_by_verb(examples: list[dict[str, str]], repeats: dict[str, int]) -> l
     but the data rarely shows (ALFWorld's ``take`` is one step among many ``go to``) weigh more."""
     out = []
     for ex in examples:
-        words = ex["target"].split("</think>")[-1].split()
+        words = PolicyFormat().parse(ex["target"]).action.split()  # the action after any think block
         out.extend([ex] * int(repeats.get(words[0], 1) if words else 1))
     return out
 

@@ -55,7 +55,7 @@ def measure(
     expansion_add: int | None = None,
     src: np.ndarray | None = None,
     bucket_radius: float | None = None,
-    probes: list[int] = (16,),
+    probes: list[int] = (8,),
 ) -> list[dict]:
     """Build once (time, memory), then per search beam width in ``expansion_search`` (None: usearch's
     default) and, for a :class:`BucketIndex` (``bucket_radius``), per number of probed buckets in
@@ -69,10 +69,10 @@ def measure(
         index = BucketIndex(
             db.shape[1], bucket_radius, connectivity=connectivity, expansion_add=expansion_add
         )
-        graph = index.leaders._index
+        graph = index.leaders
     else:
         index = VectorIndex(db.shape[1], connectivity=connectivity, expansion_add=expansion_add)
-        graph, probes = index._index, [None]
+        graph, probes = index, [None]
     t0 = time.perf_counter()
     index.add(np.arange(len(db)), db)
     build = time.perf_counter() - t0
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="index buckets of near-duplicates (BucketIndex radius, a cosine distance; default: plain graph)",
     )
     ap.add_argument(
-        "--probe", type=int, nargs="+", default=[16], help="buckets scored per query (BucketIndex)"
+        "--probe", type=int, nargs="+", default=[8], help="buckets scored per query (BucketIndex)"
     )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)

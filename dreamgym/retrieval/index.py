@@ -57,6 +57,16 @@ class VectorIndex:
         )
 
     @property
+    def connectivity(self) -> int:
+        """usearch's graph degree."""
+        return int(self._index.connectivity)
+
+    @property
+    def expansion_add(self) -> int:
+        """usearch's build-time beam width."""
+        return int(self._index.expansion_add)
+
+    @property
     def expansion_search(self) -> int:
         """usearch's search-time beam width: larger finds more of the exact neighbours, slower."""
         return int(self._index.expansion_search)
@@ -188,7 +198,6 @@ class BucketIndex:
         self.leaders = VectorIndex(ndim, dtype, expansion_add, expansion_search, connectivity)
         self._vecs = np.zeros((0, self.ndim), dtype=np.float32)  # row -> normalised vector
         self._keys = np.zeros(0, dtype=np.int64)  # row -> key
-        self._bucket = np.zeros(0, dtype=np.int64)  # row -> its leader's row
         self._n = 0
         self._row_of: dict[int, int] = {}
         self._members: dict[int, list[int]] = {}  # leader row -> member rows (the leader first)
@@ -215,7 +224,7 @@ class BucketIndex:
             return
         cap = max(self._n + n, 2 * len(self._vecs), 1024)
         self._vecs = np.resize(self._vecs, (cap, self.ndim))
-        self._keys, self._bucket = np.resize(self._keys, cap), np.resize(self._bucket, cap)
+        self._keys = np.resize(self._keys, cap)
 
     def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Add ``vectors`` (N, ndim) under ``keys`` (N,), each to the bucket of a leader within ``radius``
@@ -252,7 +261,6 @@ class BucketIndex:
             for r in new_leaders:
                 self._members[r] = []
         for r, leader in zip(rows.tolist(), lead.tolist(), strict=True):
-            self._bucket[r] = leader
             self._members[leader].append(r)
             self._row_of[int(self._keys[r])] = r
 
@@ -280,9 +288,12 @@ class BucketIndex:
         return self._vecs[rows].copy()
 
     def to_bytes(self) -> bytes:
-        """The serialised index: vectors, keys, bucket of each row and the leaders' graph."""
+        """The serialised index: vectors, keys, bucket (leader row) of each row and the leaders' graph."""
+        bucket = np.zeros(self._n, dtype=np.int64)
+        for leader, rows in self._members.items():
+            bucket[rows] = leader
         buf = io.BytesIO()
-        np.savez(buf, vecs=self._vecs[: self._n], keys=self._keys[: self._n], bucket=self._bucket[: self._n],
+        np.savez(buf, vecs=self._vecs[: self._n], keys=self._keys[: self._n], bucket=bucket,
                  graph=np.frombuffer(self.leaders.to_bytes(), dtype=np.uint8),
                  config=np.array([self.radius, self.probe, self.chunk], dtype=np.float64))  # fmt: skip
         return _BUCKETS_MAGIC + buf.getvalue()
@@ -296,10 +307,10 @@ class BucketIndex:
         radius, probe, chunk = z["config"].tolist()
         out = cls(ndim, radius, int(probe), dtype, chunk=int(chunk))
         out.leaders = VectorIndex.from_bytes(z["graph"].tobytes(), ndim, dtype)
-        out._vecs, out._keys, out._bucket = z["vecs"].copy(), z["keys"].copy(), z["bucket"].copy()
+        out._vecs, out._keys = z["vecs"].copy(), z["keys"].copy()
         out._n = len(out._keys)
         out._row_of = {int(k): r for r, k in enumerate(out._keys.tolist())}
-        for r, leader in enumerate(out._bucket.tolist()):
+        for r, leader in enumerate(z["bucket"].tolist()):
             out._members.setdefault(leader, []).append(r)
         return out
 

@@ -15,15 +15,12 @@ from tensordict import TensorDict
 
 from dreamgym.envs.base import TextEnvBase, TextObs, as_text_list, text_stack
 
-__all__ = ["EnvPool", "PoolError", "LiveEnv", "build_pool", "SERVER_MAX_STEPS", "ALFWORLD_SERVER_MAX_STEPS"]
+__all__ = ["EnvPool", "PoolError", "LiveEnv", "build_pool", "SERVER_MAX_STEPS"]
 
 SERVER_MAX_STEPS = 10**9
 """Step limit of the WebShop and synthetic server envs: none in effect (upstream's WebShop server has
-none; clients count steps)."""
-
-ALFWORLD_SERVER_MAX_STEPS = 50
-"""Step limit of the ALFWorld server env: upstream's answers ``done`` at step 50 (ALFWorld's
-``max_nb_steps_per_episode`` in its ``base_config.yaml``)."""
+none; clients count steps). The ALFWorld server env keeps :class:`ALFWorldEnv`'s own limit (50, ALFWorld's
+``max_nb_steps_per_episode``), at which upstream's server answers ``done`` too."""
 
 
 class PoolError(Exception):
@@ -223,13 +220,11 @@ def build_pool(
     """
     from dreamgym.envs.registry import make_env
 
-    max_steps = SERVER_MAX_STEPS
     if env == "webshop":
         kwargs: dict[str, Any] = {"split": split, "observation_mode": observation_mode, "data_dir": data_dir}
-        protocol = "webshop"
-    elif env == "alfworld":
+        kwargs, protocol = {**kwargs, "max_steps": SERVER_MAX_STEPS}, "webshop"
+    elif env == "alfworld":  # the env's own step limit, as upstream's server
         kwargs, protocol = {"split": split, "data_dir": data_dir}, "alfworld"
-        max_steps = ALFWORLD_SERVER_MAX_STEPS
     elif env == "synthetic":
         if checkpoint is None:
             raise ValueError(
@@ -249,7 +244,7 @@ def build_pool(
     else:
         raise ValueError(f"--env {env!r} is not served; use webshop, alfworld or synthetic")
     return EnvPool(
-        lambda: make_env(env, batch_size=[1], max_steps=max_steps, seed=None, **kwargs),
+        lambda: make_env(env, batch_size=[1], seed=None, **kwargs),
         env,
         max_envs,
         idle_timeout,
