@@ -25,18 +25,28 @@ __all__ = ["PolicySFTDataModule", "bc_examples", "repeat_by_verb"]
 def bc_examples(
     paths: list[str], format: PolicyFormat, policies: tuple[str, ...] = ("expert",), success_only: bool = True
 ) -> list[dict[str, str]]:
-    """``{"prompt", "target", "task_id"}`` for every step of the selected trajectories in ``paths``."""
+    """``{"prompt", "target", "task_id"}`` for every step of the selected trajectories in ``paths``.
+
+    A trajectory whose steps carry ``expert_action`` (DAgger labels: the policy's own episode, a scripted
+    agent's decisions) is always used, whoever played it and whatever its outcome: its labelled steps
+    teach the labels (the prompt's history keeps the actions taken), its unlabelled steps nothing."""
     out: list[dict[str, str]] = []
     for path in paths:
         for traj in read_trajectories(path):
-            if (policies and traj.policy not in policies) or (success_only and not traj.success):
+            labelled = any(t.expert_action is not None for t in traj.transitions)
+            if not labelled and (
+                (policies and traj.policy not in policies) or (success_only and not traj.success)
+            ):
                 continue
             history: list[tuple[str, str]] = []
             for t in traj.transitions:
-                prompt = format.prompt(t.instruction, t.state, t.available_actions, history)
-                out.append(
-                    {"prompt": prompt, "target": format.target(t.action, t.reasoning), "task_id": t.task_id}
-                )
+                target = t.expert_action if labelled else t.action
+                if target is not None:
+                    prompt = format.prompt(t.instruction, t.state, t.available_actions, history)
+                    reasoning = None if labelled else t.reasoning  # the teacher explained the action taken
+                    out.append(
+                        {"prompt": prompt, "target": format.target(target, reasoning), "task_id": t.task_id}
+                    )
                 history.append((t.state, t.action))
     return out
 
@@ -61,6 +71,8 @@ class PolicySFTDataModule(L.LightningDataModule):
         format: the policy prompt format (saved with the policy; RL reads it from there).
         policies: which trajectory ``policy`` values to clone ("expert"; add "human" for human demos).
         success_only: keep only successful trajectories.
+            (``policies`` and ``success_only`` do not apply to trajectories with DAgger labels:
+            :func:`bc_examples`.)
         batch_size: examples per batch.
         max_val_examples: cap on validation examples (CPU time).
         num_workers: DataLoader workers.

@@ -75,6 +75,20 @@ def _teacher_hook(env, teacher: Teacher | None, env_name: str, split: str, sourc
     return on_step
 
 
+def _label_hook(env, env_name: str, agent_name: str):
+    """A ``before_act`` hook appending, for every acting slot, what a fresh ``agent_name`` per episode
+    would do in its current state to ``episode.labels``."""
+    agents: dict[int, Agent] = {}
+
+    def before_act(slots: list[int], episodes: list[Episode]) -> None:
+        for i, ep in zip(slots, episodes, strict=True):
+            if ep.episode_id not in agents:
+                agents[ep.episode_id] = make_agent(agent_name, env_name, env, seed=ep.episode_id)
+            ep.labels.append(agents[ep.episode_id].act(env.current(i), env.step_info(i)))
+
+    return before_act
+
+
 def collect_trajectories(
     env_name: str,
     split: str,
@@ -184,6 +198,7 @@ def collect_policy_trajectories(
     teacher_kwargs: dict[str, Any] | None = None,
     dtype: str | None = None,
     max_minutes: float | None = None,
+    label_with: str | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
     """A saved policy's episodes in a REAL env as schema trajectories, and their metrics.
 
@@ -206,6 +221,10 @@ def collect_policy_trajectories(
         max_minutes: a time cap: the tasks are played in chunks of two env waves (one model load, one
             env) and no chunk starts once ``max_minutes`` have passed (:func:`dreamgym.progress.play_in_chunks`), so the
             result may cover only the first tasks. None: all tasks, in one call of the collector.
+        label_with: a scripted agent of ``env_name`` (:func:`dreamgym.agents.make_agent`, e.g.
+            ``"non_oracle"``) asked what it would do in every state the policy acts in; its answer is the
+            transition's ``expert_action`` (DAgger: the policy's own states, the agent's decisions, which
+            behaviour cloning then learns). None: no labels.
 
     Returns:
         The trajectories, in the order of ``task_indices`` (a prefix of it when capped), and the
@@ -213,6 +232,10 @@ def collect_policy_trajectories(
     """
     from dreamgym.modeling import LanguageModel
 
+    if label_with is not None and label_with not in agent_names(env_name):
+        raise ValueError(
+            f"label_with={label_with!r} is no scripted agent of env {env_name!r}; its agents: {agent_names(env_name)}"
+        )
     if not Path(policy_dir).is_dir():
         raise FileNotFoundError(
             f"policy_dir {str(policy_dir)!r} is not a directory; train one with `python -m dreamgym fit "
@@ -231,8 +254,9 @@ def collect_policy_trajectories(
     on_step = _teacher_hook(env, rationale, env_name, split, "real")
 
     def play(tasks: list[int]) -> list[Episode]:
+        label = None if label_with is None else _label_hook(env, env_name, label_with)
         return collector.collect(
-            env, model, tok, tasks, greedy=greedy, progress=shown, on_step=on_step
+            env, model, tok, tasks, greedy=greedy, progress=shown, on_step=on_step, before_act=label
         ).episodes
 
     try:

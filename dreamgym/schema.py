@@ -76,6 +76,9 @@ class Transition:
         terminated: the episode ended by the env's own rule (purchase, win).
         truncated: the episode was cut by the step limit.
         trajectory_id: id of the episode this step belongs to.
+        expert_action: what an expert would do in ``state`` (a DAgger label: a scripted agent asked in the
+            policy's own episode); behaviour cloning learns it instead of ``action``. Left out of the
+            record when None.
     """
 
     task_id: str
@@ -97,9 +100,13 @@ class Transition:
     terminated: bool = False
     truncated: bool = False
     trajectory_id: str = ""
+    expert_action: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["expert_action"] is None:  # unlabelled steps keep the records they always had
+            del d["expert_action"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "transition") -> Transition:
@@ -136,7 +143,7 @@ class Trajectory:
     score: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "transitions": [t.to_dict() for t in self.transitions]}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "trajectory") -> Trajectory:
@@ -177,6 +184,7 @@ _TRANSITION_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "terminated": (_BOOL, False),
     "truncated": (_BOOL, False),
     "trajectory_id": (_STR, False),
+    "expert_action": ((str, type(None)), False),
 }
 _TRAJECTORY_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "trajectory_id": (_STR, True),

@@ -44,6 +44,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-steps", type=int, default=15)
     ap.add_argument("--no-teacher", action="store_true", help="leave reasoning empty")
     ap.add_argument(
+        "--label-with",
+        default=None,
+        help="a scripted agent (e.g. non_oracle) whose action in each of the policy's states is recorded as "
+        "the transition's expert_action (DAgger data for the policy warm start)",
+    )
+    ap.add_argument(
         "--dtype", default=None, help="load the policy in this dtype (e.g. bfloat16; default: as saved)"
     )
     args = ap.parse_args(argv)
@@ -55,6 +61,7 @@ def main(argv: list[str] | None = None) -> dict:
         trajs, metrics = collect_policy_trajectories(
             args.policy, args.env, args.split, tasks, collector, greedy=not args.sample,
             teacher=not args.no_teacher, batch_size=args.batch_size, max_steps=args.max_steps, out=args.out, dtype=args.dtype,
+            label_with=args.label_with,
         )  # fmt: skip
     except FileNotFoundError as e:
         ap.error(str(e))

@@ -23,6 +23,37 @@ def test_examples_follow_expert_steps_with_history(webshop_offline):
                                          [(first[0].state, first[0].action)])  # fmt: skip
 
 
+def test_dagger_labels_are_cloned_with_the_history_of_the_actions_taken(tmp_path):
+    """A trajectory with ``expert_action`` labels (a failed episode of another policy) teaches its labels
+    whatever ``policies`` and ``success_only`` say; its prompts' history holds the actions the policy took;
+    steps without a label teach nothing."""
+    from dreamgym.schema import Trajectory, Transition, save_trajectories
+
+    def step(i, action, label):
+        return Transition(task_id="t", instruction="find a mug", step=i, state=f"s{i}", action=action,
+                          next_state=f"s{i + 1}", reward=0.0, done=i == 2, expert_action=label)  # fmt: skip
+
+    steps = [
+        step(0, "go to desk 1", "go to shelf 1"),
+        step(1, "go to desk 2", None),
+        step(2, "look", "go to shelf 2"),
+    ]
+    path = tmp_path / "dagger.jsonl"
+    save_trajectories(
+        path, [Trajectory("d0", "t", "find a mug", "alfworld", "train", "real", "policy_sft", steps)]
+    )
+    fmt = PolicyFormat(history_window=1)
+    ex = bc_examples([str(path)], fmt, policies=("non_oracle",), success_only=True)
+    assert [e["target"] for e in ex] == [" go to shelf 1", " go to shelf 2"]
+    assert ex[1]["prompt"] == fmt.prompt("find a mug", "s2", [], [("s1", "go to desk 2")])
+    assert '"expert_action"' in path.read_text()
+    plain = tmp_path / "plain.jsonl"  # unlabelled records stay as they were: no expert_action key
+    save_trajectories(
+        plain, [Trajectory("p0", "t", "x", "alfworld", "train", "real", "expert", [step(0, "look", None)])]
+    )
+    assert "expert_action" not in plain.read_text()
+
+
 def test_repeat_by_verb_lists_rare_decisions_more_often(webshop_offline):
     ex = [{"prompt": "p", "target": t} for t in (" go to desk 1", " take mug 1 from desk 1", " <think>x y</think> take a",
                                                  " open drawer 1", "")]  # fmt: skip

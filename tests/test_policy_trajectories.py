@@ -6,7 +6,7 @@ import torch
 
 from dreamgym.collect import collect_policy_trajectories
 from dreamgym.envs import make_env
-from dreamgym.envs.episodes import trajectory_metrics
+from dreamgym.envs.episodes import run_episodes, trajectory_metrics
 from dreamgym.envs.replay import replay_actions
 from dreamgym.rl.collector import RolloutCollector, collector_from_config
 from dreamgym.teachers.base import get_teacher
@@ -93,3 +93,36 @@ def test_missing_policy_dir_names_the_command(tmp_path):
     col = collector_from_config("configs/webshop_grpo.yaml")
     with pytest.raises(FileNotFoundError, match="webshop_policy_sft.yaml"):
         collect_policy_trajectories(tmp_path / "nope", "webshop", "train", [0], col)
+
+
+def test_dagger_labels_are_the_searchers_decisions_in_the_policys_states(saved_policy):
+    """``label_with``: every state the policy acted in carries what the scripted agent would do there
+    (asked before the policy's action): replaying the policy's actions in a fresh env and asking a fresh
+    searcher before each step gives the same labels; the saved record keeps them."""
+    from dreamgym.agents import make_agent
+    from dreamgym.schema import Transition
+
+    col = collector_from_config("configs/alfworld_grpo.yaml")
+    col.max_new_tokens = 8
+    torch.manual_seed(0)
+    trajs, _ = collect_policy_trajectories(
+        saved_policy, "alfworld", "train", [0, 1], col, greedy=False, teacher=False, batch_size=2,
+        max_steps=4, label_with="non_oracle",
+    )  # fmt: skip
+    env = make_env("alfworld", split="train", batch_size=1, max_steps=4)
+    for traj, task in zip(trajs, [0, 1], strict=True):
+        labels = [tr.expert_action for tr in traj.transitions]
+        assert all(isinstance(a, str) and a for a in labels)
+        searcher, again = make_agent("non_oracle", "alfworld", env), []
+        actions = [tr.action for tr in traj.transitions]
+
+        def act(slots, episodes, actions=actions, again=again, searcher=searcher):
+            again.append(searcher.act(env.current(0), env.step_info(0)))
+            return [actions[len(episodes[0].actions)]]
+
+        run_episodes(env, act, [task], max_transitions=len(actions))
+        assert again == labels
+        first = traj.transitions[0]
+        assert Transition.from_dict(first.to_dict()).expert_action == first.expert_action
+    with pytest.raises(ValueError, match="no scripted agent"):
+        collect_policy_trajectories(saved_policy, "alfworld", "train", [0], col, label_with="oracle")

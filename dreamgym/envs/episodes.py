@@ -51,6 +51,7 @@ class Episode:
     scores: list[float] = field(default_factory=list)
     invalid: list[bool] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)  # filled by an ``on_step`` hook, e.g. a teacher
+    labels: list[str] = field(default_factory=list)  # an expert's action per state (DAgger), see Transition
     generated: list[Any] = field(default_factory=list)  # per action, what the actor generated for it
     # (the policy: :class:`dreamgym.rl.collector.Generated`), in step order; see record_generated
     success: bool = False
@@ -93,6 +94,7 @@ class Episode:
             invalid=bool(self.invalid[i]), terminated=self.terminated and last,
             truncated=self.truncated and last, trajectory_id=trajectory_id,
             reasoning=self.reasoning[i] if i < len(self.reasoning) else None,
+            expert_action=self.labels[i] if i < len(self.labels) else None,
         )  # fmt: skip
 
     def to_trajectory(

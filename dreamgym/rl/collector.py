@@ -150,6 +150,7 @@ class RolloutCollector:
         progress: Callable[[int], None] | None = None,
         on_step: Callable[[int, Episode], None] | None = None,
         stop: Callable[[], bool] | None = None,
+        before_act: Callable[[list[int], list[Episode]], None] | None = None,
     ) -> Collection:
         """Run ``group_size`` episodes of each task; episodes of task ``task_indices[g]`` form group ``g``.
 
@@ -169,11 +170,16 @@ class RolloutCollector:
                 describes it (e.g. a teacher writing each step's rationale).
             stop: asked before every env step; once ``True``, the running episodes are cut, the rest
                 dropped and ``Collection.stopped`` set (e.g. a fit's wall-clock budget is spent).
+            before_act: called with ``(slots, episodes)`` before the policy acts in them, while
+                ``env.current(slot)`` and ``env.step_info(slot)`` describe the state it acts in (e.g. a
+                scripted agent labelling the policy's states: DAgger).
         """
         start = time.perf_counter()
         codec = ChatCodec(tokenizer, model)
 
         def act(slots: list[int], episodes: list[Episode]) -> list[str]:
+            if before_act is not None:
+                before_act(slots, episodes)
             prompts, responses, grammars = self._respond(model, codec, episodes, greedy)
             for k, ep in enumerate(episodes):
                 allowed = grammars[k].allowed_per_step(responses[k]) if grammars else None
