@@ -134,11 +134,18 @@ def recorded_episodes(out: Path) -> int:
 
 
 def policy_episodes(
-    cfg: PipelineConfig, policy: Path, split: str, tasks: int, out: Path, max_minutes: float | None = None
+    cfg: PipelineConfig,
+    policy: Path,
+    split: str,
+    tasks: int,
+    out: Path,
+    max_minutes: float | None = None,
+    label_with: str | None = None,
 ) -> Path:
     """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
-    reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation). A file of
-    another number of episodes (recorded with another ``eval_tasks``) is played again.
+    reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation); with
+    ``label_with`` (DAgger data): greedy, each state labelled by that scripted agent, no reasoning. A file
+    of another number of episodes (recorded with another ``eval_tasks``) is played again.
 
     With ``max_minutes`` (the pipeline's time budget), tasks are played in chunks of two env waves and no
     chunk starts once ``max_minutes`` have passed (one model load; :func:`dreamgym.progress.play_in_chunks`):
@@ -164,8 +171,8 @@ def policy_episodes(
     torch.manual_seed(cfg.seed)
     trajs, _ = collect_policy_trajectories(
         policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
-        greedy=split != "train", teacher=split == "train", batch_size=cfg.eval_batch_size,
-        max_steps=cfg.max_steps, max_minutes=max_minutes,
+        greedy=split != "train" or label_with is not None, teacher=split == "train" and label_with is None,
+        batch_size=cfg.eval_batch_size, max_steps=cfg.max_steps, max_minutes=max_minutes, label_with=label_with,
     )  # fmt: skip
     asked.unlink(missing_ok=True)
     save_trajectories(out, trajs)
@@ -428,6 +435,13 @@ class PipelineConfig:
         judge_episodes: train-task episodes per scripted policy for the judge's purchases, e.g.
             ``{expert: 3000, random: 6000, non_oracle: 9000, near_miss: 10000}`` (about 25k purchases).
         judge_args: extra CLI overrides of the judge's fit.
+        dagger_tasks: train tasks ``0..dagger_tasks-1`` the warm start plays greedily while ``dagger_agent``
+            labels every state it acts in (``policy_dagger_train.jsonl``); the warm start then trains
+            further (``policy_sft_config`` from its weights, ``dagger_args``) on the offline data plus these
+            labels, and that model (``policy_dagger``) is the warm start of every later stage (DAgger, one
+            round: the clone learns the decisions in the states its own mistakes lead to). 0 (default): none.
+        dagger_agent: the scripted agent that labels (``non_oracle``: the one the warm start clones).
+        dagger_args: extra CLI overrides of the continued fit (after ``policy_sft_args``).
     """
 
     def __init__(
@@ -459,6 +473,9 @@ class PipelineConfig:
         judge_config: str | None = None,
         judge_episodes: dict[str, int] | None = None,
         judge_args: list[str] | None = None,
+        dagger_tasks: int = 0,
+        dagger_agent: str = "non_oracle",
+        dagger_args: list[str] | None = None,
     ):
         if judge_config is not None and not any((judge_episodes or {}).values()):
             raise ValueError(
@@ -486,6 +503,15 @@ class PipelineConfig:
         self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
         self.judge_config, self.judge_args = judge_config, list(judge_args or [])
         self.judge_episodes = dict(judge_episodes or {})
+        if dagger_tasks < 0:
+            raise ValueError(
+                f"dagger_tasks={dagger_tasks}: give the number of train tasks to label (0: no DAgger stage)"
+            )
+        self.dagger_tasks, self.dagger_agent, self.dagger_args = (
+            dagger_tasks,
+            dagger_agent,
+            list(dagger_args or []),
+        )
 
     def time_budget(self) -> TimeBudget | None:
         """A fresh :class:`~dreamgym.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""

@@ -164,3 +164,27 @@ def test_a_time_capped_episode_stage_keeps_its_shorter_file_on_a_rerun(tmp_path,
     assert len(played) == 1  # the capped file is kept on a rerun
     policy_episodes(cfg, policy, "test", 21, out, max_minutes=None)  # other settings: played again, uncapped
     assert played[-1] == list(range(21)) and recorded_episodes(out) == 21
+
+
+def test_the_dagger_stage_labels_the_warm_starts_states_and_becomes_the_warm_start(tmp_path):
+    """``dagger_tasks``: the warm start's greedy train episodes, every state labelled by the scripted agent,
+    then the warm start trained further on them; that model is what the later stages play."""
+    from dreamgym.pipeline import prepare
+    from dreamgym.stages import StageClock
+
+    out = tmp_path / "ws"
+    argv = [
+        *_argv(out),
+        "--onpolicy_tasks=0",
+        "--dagger_tasks=2",
+        "--dagger_args=" + json.dumps(["--trainer.max_steps=1"]),
+    ]
+    prep = prepare(parse_pipeline_config(argv), StageClock("test"))
+    labelled = list(read_trajectories(out / "policy_dagger_train.jsonl"))
+    assert len(labelled) == 2 and {t.split for t in labelled} == {"train"}
+    assert all(tr.expert_action for t in labelled for tr in t.transitions)
+    assert {t.policy for t in labelled} == {"policy_sft"}
+    assert (
+        prep.policy_sft == out / "policy_dagger" and (out / "policy_dagger" / "policy_format.json").exists()
+    )
+    assert {t.policy for t in read_trajectories(prep.warm_episodes)} == {"policy_dagger"}
