@@ -22,10 +22,11 @@
                                                  tests (dreamgym.stats) of RL vs warm start: McNemar on
                                                  success, the sign test on per-task score
 
-With ``dagger_tasks`` (off by default; configs/pipeline_alfworld.yaml), after stage 4:
-``policy_dagger_train.jsonl`` (the warm start's greedy train episodes, each state labelled by the scripted
-agent it clones) and ``policy_dagger/`` (the warm start trained further on the offline data plus those
-labels), the warm start of every later stage.
+With ``dagger_tasks`` (off by default; configs/pipeline_alfworld.yaml), after stage 4, ``dagger_rounds``
+times: ``policy_dagger_train.jsonl`` (the warm start's greedy episodes on the next ``dagger_tasks`` train
+tasks, each state labelled by the scripted agent it clones) and ``policy_dagger/`` (that warm start trained
+further on the offline data plus every round's labels; rounds after the first add ``2``, ``3``, ... to
+both names); the last is the warm start of every later stage.
 
 With ``judge_config`` (off by default), between stages 6 and 7: ``judge_purchases_train.jsonl`` (the
 scripted agents' ``judge_episodes`` on TRAIN tasks) and the reward judge trained on their purchases, the
@@ -150,16 +151,18 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
          f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args],
         d / "policy_sft", "model.init_args.save_dir", None, budget,
     )  # fmt: skip
-    if cfg.dagger_tasks > 0:
-        labelled = stage(
-            "dagger_rollouts", policy_episodes, cfg, sft, "train", cfg.dagger_tasks,
-            d / "policy_dagger_train.jsonl", None, cfg.dagger_agent,
-        )  # fmt: skip
+    labels: list[Path] = []
+    for r in range(cfg.dagger_rounds if cfg.dagger_tasks > 0 else 0):
+        name = "policy_dagger" if r == 0 else f"policy_dagger{r + 1}"
+        labels.append(stage(
+            f"dagger_rollouts{'' if r == 0 else r + 1}", policy_episodes, cfg, sft, "train", cfg.dagger_tasks,
+            d / f"{name}_train.jsonl", None, cfg.dagger_agent, r * cfg.dagger_tasks,
+        ))  # fmt: skip
         sft = stage(
-            "policy_dagger", fit_stage, cfg.policy_sft_config,
-            [f"--model.init_args.policy.init_args.path={sft}", f"--data.init_args.train_files=[{train},{labelled}]",
+            name, fit_stage, cfg.policy_sft_config,
+            [f"--model.init_args.policy.init_args.path={sft}", f"--data.init_args.train_files=[{','.join(map(str, [train, *labels]))}]",
              f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args, *cfg.dagger_args],
-            d / "policy_dagger", "model.init_args.save_dir", None, budget,
+            d / name, "model.init_args.save_dir", None, budget,
         )  # fmt: skip
     sim, rollouts = exp, None
     if cfg.onpolicy_tasks > 0:

@@ -141,8 +141,9 @@ def policy_episodes(
     out: Path,
     max_minutes: float | None = None,
     label_with: str | None = None,
+    first_task: int = 0,
 ) -> Path:
-    """``policy``'s real episodes on ``split`` tasks ``0..tasks-1``. Train: sampled as in RL, with teacher
+    """``policy``'s real episodes on ``split`` tasks ``first_task..first_task+tasks-1``. Train: sampled as in RL, with teacher
     reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation); with
     ``label_with`` (DAgger data): greedy, each state labelled by that scripted agent, no reasoning. A file
     of another number of episodes (recorded with another ``eval_tasks``) is played again.
@@ -170,7 +171,8 @@ def policy_episodes(
 
     torch.manual_seed(cfg.seed)
     trajs, _ = collect_policy_trajectories(
-        policy, cfg.env, split, list(range(tasks)), collector_from_config(cfg.rl_config),
+        policy, cfg.env, split, list(range(first_task, first_task + tasks)),
+        collector_from_config(cfg.rl_config),
         greedy=split != "train" or label_with is not None, teacher=split == "train" and label_with is None,
         batch_size=cfg.eval_batch_size, max_steps=cfg.max_steps, max_minutes=max_minutes, label_with=label_with,
     )  # fmt: skip
@@ -435,11 +437,13 @@ class PipelineConfig:
         judge_episodes: train-task episodes per scripted policy for the judge's purchases, e.g.
             ``{expert: 3000, random: 6000, non_oracle: 9000, near_miss: 10000}`` (about 25k purchases).
         judge_args: extra CLI overrides of the judge's fit.
-        dagger_tasks: train tasks ``0..dagger_tasks-1`` the warm start plays greedily while ``dagger_agent``
-            labels every state it acts in (``policy_dagger_train.jsonl``); the warm start then trains
-            further (``policy_sft_config`` from its weights, ``dagger_args``) on the offline data plus these
-            labels, and that model (``policy_dagger``) is the warm start of every later stage (DAgger, one
-            round: the clone learns the decisions in the states its own mistakes lead to). 0 (default): none.
+        dagger_tasks: train tasks per DAgger round the warm start plays greedily while ``dagger_agent``
+            labels every state it acts in (round ``r``: tasks ``r * dagger_tasks`` on); the warm start
+            then trains further (``policy_sft_config`` from its weights, ``dagger_args``) on the offline
+            data plus every round's labels, and the last round's model is the warm start of every later
+            stage (DAgger: the clone learns the decisions in the states its own mistakes lead to; outputs
+            ``policy_dagger_train.jsonl``, ``policy_dagger/``, then ``policy_dagger2...``). 0 (default): none.
+        dagger_rounds: how many such rounds.
         dagger_agent: the scripted agent that labels (``non_oracle``: the one the warm start clones).
         dagger_args: extra CLI overrides of the continued fit (after ``policy_sft_args``).
     """
@@ -474,6 +478,7 @@ class PipelineConfig:
         judge_episodes: dict[str, int] | None = None,
         judge_args: list[str] | None = None,
         dagger_tasks: int = 0,
+        dagger_rounds: int = 1,
         dagger_agent: str = "non_oracle",
         dagger_args: list[str] | None = None,
     ):
@@ -503,15 +508,13 @@ class PipelineConfig:
         self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
         self.judge_config, self.judge_args = judge_config, list(judge_args or [])
         self.judge_episodes = dict(judge_episodes or {})
-        if dagger_tasks < 0:
+        if dagger_tasks < 0 or dagger_rounds < 1:
             raise ValueError(
-                f"dagger_tasks={dagger_tasks}: give the number of train tasks to label (0: no DAgger stage)"
+                f"dagger_tasks={dagger_tasks}, dagger_rounds={dagger_rounds}: give the train tasks labelled per "
+                "round (>= 0; 0: no DAgger stage) and the rounds (>= 1)"
             )
-        self.dagger_tasks, self.dagger_agent, self.dagger_args = (
-            dagger_tasks,
-            dagger_agent,
-            list(dagger_args or []),
-        )
+        self.dagger_tasks, self.dagger_rounds = dagger_tasks, dagger_rounds
+        self.dagger_agent, self.dagger_args = dagger_agent, list(dagger_args or [])
 
     def time_budget(self) -> TimeBudget | None:
         """A fresh :class:`~dreamgym.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""

@@ -173,18 +173,17 @@ def test_the_dagger_stage_labels_the_warm_starts_states_and_becomes_the_warm_sta
     from dreamgym.stages import StageClock
 
     out = tmp_path / "ws"
-    argv = [
-        *_argv(out),
-        "--onpolicy_tasks=0",
-        "--dagger_tasks=2",
-        "--dagger_args=" + json.dumps(["--trainer.max_steps=1"]),
-    ]
+    argv = [*_argv(out), "--onpolicy_tasks=0", "--dagger_tasks=2", "--dagger_rounds=2",
+            "--dagger_args=" + json.dumps(["--trainer.max_steps=1"])]  # fmt: skip
     prep = prepare(parse_pipeline_config(argv), StageClock("test"))
-    labelled = list(read_trajectories(out / "policy_dagger_train.jsonl"))
-    assert len(labelled) == 2 and {t.split for t in labelled} == {"train"}
-    assert all(tr.expert_action for t in labelled for tr in t.transitions)
-    assert {t.policy for t in labelled} == {"policy_sft"}
-    assert (
-        prep.policy_sft == out / "policy_dagger" and (out / "policy_dagger" / "policy_format.json").exists()
+    first, second = (
+        list(read_trajectories(out / f"{n}_train.jsonl")) for n in ("policy_dagger", "policy_dagger2")
     )
-    assert {t.policy for t in read_trajectories(prep.warm_episodes)} == {"policy_dagger"}
+    assert len(first) == len(second) == 2 and {t.split for t in first + second} == {"train"}
+    assert all(tr.expert_action for t in first + second for tr in t.transitions)
+    assert {t.policy for t in first} == {"policy_sft"} and {t.policy for t in second} == {"policy_dagger"}
+    assert not {t.task_id for t in first} & {t.task_id for t in second}  # each round labels new tasks
+    assert (
+        prep.policy_sft == out / "policy_dagger2" and (out / "policy_dagger2" / "policy_format.json").exists()
+    )
+    assert {t.policy for t in read_trajectories(prep.warm_episodes)} == {"policy_dagger2"}

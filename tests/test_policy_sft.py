@@ -95,7 +95,9 @@ def test_mark_taken_shows_which_listed_actions_the_episode_took(tmp_path):
     history = [("s0", "go to drawer 1"), ("s1", "open drawer 1"), ("s2", "go to desk 1")]
     fmt = PolicyFormat(history_window=1, mark_taken=True, match_instruction=True)
     prompt = fmt.prompt("put a mug in drawer", "s3", acts, history)
-    assert "Available actions:\ngo to desk 1 (taken)\ngo to drawer 1 (taken)\ngo to drawer 2\ntake mug" in prompt
+    assert (
+        "Available actions:\ngo to desk 1 (taken)\ngo to drawer 1 (taken)\ngo to drawer 2\ntake mug" in prompt
+    )
     assert prompt.endswith("go to drawer 1 (taken)\ngo to drawer 2\ntake mug 1 from desk 1\nAction:")
     assert "(taken)" not in PolicyFormat(history_window=1).prompt("put a mug in drawer", "s3", acts, history)
     assert fmt.listed(acts) == acts
