@@ -88,23 +88,6 @@ def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
     assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=0)
 
 
-def test_mark_taken_shows_which_listed_actions_the_episode_took(tmp_path):
-    """Beyond the history window the prompt still shows where the policy has been; the listed actions
-    themselves (what constrained decoding allows) are unchanged."""
-    acts = ["go to desk 1", "go to drawer 1", "go to drawer 2", "take mug 1 from desk 1"]
-    history = [("s0", "go to drawer 1"), ("s1", "open drawer 1"), ("s2", "go to desk 1")]
-    fmt = PolicyFormat(history_window=1, mark_taken=True, match_instruction=True)
-    prompt = fmt.prompt("put a mug in drawer", "s3", acts, history)
-    assert (
-        "Available actions:\ngo to desk 1 (taken)\ngo to drawer 1 (taken)\ngo to drawer 2\ntake mug" in prompt
-    )
-    assert prompt.endswith("go to drawer 1 (taken)\ngo to drawer 2\ntake mug 1 from desk 1\nAction:")
-    assert "(taken)" not in PolicyFormat(history_window=1).prompt("put a mug in drawer", "s3", acts, history)
-    assert fmt.listed(acts) == acts
-    fmt.save(tmp_path)
-    assert PolicyFormat.load(tmp_path) == fmt
-
-
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
     from dreamgym.modeling.chat import ChatCodec

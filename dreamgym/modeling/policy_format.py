@@ -12,7 +12,7 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     <s_t>
     Available actions:
     <a>
-    <a> (taken)                                     (an action taken before, only with ``mark_taken``)
+    <a>
     Actions naming the instruction's words:         (only with ``match_instruction``)
     <a>
     Action:
@@ -73,9 +73,6 @@ class PolicyFormat:
             instruction (:meth:`matching`): a small model then sees the decision an episode hinges on
             (ALFWorld's ``take mug 1 from desk 1`` for "put a clean mug in ...") without having to match
             the goal's words against dozens of commands itself. Visible text only.
-        mark_taken: every listed action an earlier step of the episode took is shown with `` (taken)``
-            after it (the prompt only; the action itself is unchanged): where the history window is
-            short, the policy still sees which receptacles it has been to (ALFWorld's search loops).
     """
 
     def __init__(
@@ -86,7 +83,6 @@ class PolicyFormat:
         max_actions: int = 30,
         think: bool = False,
         match_instruction: bool = False,
-        mark_taken: bool = False,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -96,7 +92,6 @@ class PolicyFormat:
         self.max_actions = max_actions
         self.think = think
         self.match_instruction = match_instruction
-        self.mark_taken = mark_taken
 
     _FIELDS = (
         "history_window",
@@ -105,7 +100,6 @@ class PolicyFormat:
         "max_actions",
         "think",
         "match_instruction",
-        "mark_taken",
     )
 
     def to_dict(self) -> dict:
@@ -146,16 +140,11 @@ class PolicyFormat:
                 lines.append(f"[{i}] action: {action}")
         lines.append("Current state:")
         lines.append(_cut(observation, self.max_state_chars))
-        taken = {a for _, a in history or []} if self.mark_taken else set()
-
-        def shown(actions: list[str]) -> list[str]:
-            return [f"{a} (taken)" if a in taken else a for a in actions]
-
         lines.append("Available actions:")
-        lines.extend(shown(self.listed(available_actions)))
+        lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
-            lines.extend(shown(self.matching(instruction, self.listed(available_actions))))
+            lines.extend(self.matching(instruction, self.listed(available_actions)))
         lines.append("Action:")
         return "\n".join(lines)
 
