@@ -86,6 +86,10 @@ def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
     assert "naming" not in PolicyFormat(history_window=0).prompt("put a mug in desk", "s", acts)
     fmt.save(tmp_path)
     assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=0)
+    saved = tmp_path / "policy_format.json"  # a field this version does not know: named, not a TypeError
+    saved.write_text(saved.read_text().replace('"think"', '"mark_taken": false, "think"'))
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['mark_taken'\]"):
+        PolicyFormat.load(tmp_path)
 
 
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):

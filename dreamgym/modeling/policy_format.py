@@ -121,7 +121,16 @@ class PolicyFormat:
     def load(cls, directory: str | os.PathLike) -> PolicyFormat | None:
         """The format saved in ``directory`` (None when there is no ``policy_format.json``)."""
         path = Path(directory) / FORMAT_FILE
-        return cls(**json.loads(path.read_text())) if path.is_file() else None
+        if not path.is_file():
+            return None
+        fields = json.loads(path.read_text())
+        unknown = sorted(set(fields) - set(cls._FIELDS))
+        if unknown:
+            raise ValueError(
+                f"{path}: unknown field(s) {unknown} (written by another version of dreamgym); this version knows "
+                f"{list(cls._FIELDS)}: remove the field if its value is the old default, else retrain the policy"
+            )
+        return cls(**fields)
 
     def prompt(
         self,
