@@ -153,9 +153,10 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
     )  # fmt: skip
     labels: list[Path] = []
     for r in range(cfg.dagger_rounds if cfg.dagger_tasks > 0 else 0):
-        name = "policy_dagger" if r == 0 else f"policy_dagger{r + 1}"
+        suffix = "" if r == 0 else str(r + 1)  # policy_dagger, policy_dagger2, ...
+        name = f"policy_dagger{suffix}"
         labels.append(stage(
-            f"dagger_rollouts{'' if r == 0 else r + 1}", policy_episodes, cfg, sft, "train", cfg.dagger_tasks,
+            f"dagger_rollouts{suffix}", policy_episodes, cfg, sft, "train", cfg.dagger_tasks,
             d / f"{name}_train.jsonl", None, cfg.dagger_agent, r * cfg.dagger_tasks,
         ))  # fmt: skip
         sft = stage(
