@@ -12,6 +12,7 @@ from dreamgym.benchmark.suite import (
     Arm,
     ExperienceVariant,
     SuiteConfig,
+    check_same_shared_stages,
     load_results,
     parse_suite_config,
     run_suite,
@@ -135,6 +136,24 @@ def test_suite_config_errors_name_the_field(tmp_path):
     bad.write_text("{")
     with pytest.raises(ValueError, match="res.json is not valid JSON"):
         load_results(bad)
+
+
+def test_a_new_simulator_keeps_records_that_never_simulated(tmp_path):
+    cfg = _suite(tmp_path, arms=[Arm("warm_start"), Arm("real", "x.yaml"), Arm("dream", "y.yaml")])
+    warm = {**_rec("warm_start", 0, "10"), "synthetic_transitions": 0}
+    shared = {"pipeline_out_dir": "out", "weights_sha256": {"warm_start": "w" * 64, "simulator": "n" * 64}}
+    stored = {
+        "shared": {"commit": "abc", "weights_sha256": {"warm_start": "w" * 64, "simulator": "o" * 64}},
+        "runs": {"warm_start/s0": warm, "real/s0": _rec("real", 0, "11", online=50)},
+    }
+    check_same_shared_stages(cfg, stored, shared, warm)  # no record played a synthetic step
+    stored["runs"]["dream/s0"] = _rec("dream", 0, "01")
+    with pytest.raises(ValueError, match="its simulator weights had SHA-256 oooooooooooo"):
+        check_same_shared_stages(cfg, stored, shared, warm)
+    del stored["runs"]["dream/s0"]
+    shared["weights_sha256"]["warm_start"] = "x" * 64  # the warm start matters to every record
+    with pytest.raises(ValueError, match="its warm_start weights had SHA-256 wwwwwwwwwwww"):
+        check_same_shared_stages(cfg, stored, shared, warm)
 
 
 def test_bundled_suite_config_parses(tmp_path):

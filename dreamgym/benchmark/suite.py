@@ -37,6 +37,7 @@ __all__ = [
     "Arm",
     "ExperienceVariant",
     "SuiteConfig",
+    "check_same_shared_stages",
     "parse_suite_config",
     "run_suite",
     "load_results",
@@ -478,8 +479,10 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
 def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm: dict) -> None:
     """Refuse to add records to ``stored`` (the results on disk) when the shared stages just prepared are
     not the ones its records were measured from: another warm start's held-out outcomes, or other weights
-    (``shared["weights_sha256"]``, where the stored results have them). Rebuilt artifacts (a new session,
-    another commit, another precision) would otherwise mix two warm starts in one table."""
+    (``shared["weights_sha256"]``, where the stored results have them; the simulator's only while a record
+    played synthetic steps, so a retrained experience model keeps the real-env and warm-start records).
+    Rebuilt artifacts (a new session, another commit, another precision) would otherwise mix two warm
+    starts in one table."""
     problems = []
     for key, rec in stored.get("runs", {}).items():
         if rec["arm"] in cfg.warm_arms and (rec["task_ids"], rec["successes"]) != (
@@ -494,8 +497,11 @@ def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm:
                 f"{warm['successes'].count('1')} of {len(warm['successes'])} ({differ} tasks differ)"
             )
             break
+    simulated = [key for key, rec in stored.get("runs", {}).items() if rec.get("synthetic_transitions", 0) > 0]
     for name, sha in (stored.get("shared", {}).get("weights_sha256") or {}).items():
         now = shared["weights_sha256"].get(name)
+        if name == "simulator" and not simulated:
+            continue  # no record on file played a synthetic step: none was measured from the simulator
         if sha is not None and now != sha:
             problems.append(f"its {name} weights had SHA-256 {sha[:12]}, the ones on disk {str(now)[:12]}")
     if problems:
