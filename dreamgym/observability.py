@@ -41,6 +41,7 @@ from dreamgym.schema import Trajectory
 
 __all__ = [
     "TERM_KINDS",
+    "AUDITED_ENVS",
     "audit",
     "webshop_audit",
     "webshop_purchases",
@@ -214,6 +215,8 @@ def webshop_choice_audit(
 
 
 _AUDITS: dict[str, Callable[..., dict[str, dict[str, float]]]] = {"webshop": webshop_audit}
+AUDITED_ENVS = tuple(_AUDITS)
+"""The envs :func:`audit` knows (an ALFWorld reward is the goal condition, not a prompt-visible purchase)."""
 
 
 def audit(env_name: str, trajectories: Sequence[Trajectory], **kwargs: Any) -> dict[str, dict[str, float]]:

@@ -17,7 +17,7 @@ episodes, e.g. ``warm_start`` or ``grpo``). Per source:
 - ``open_loop``: ``--open-loop`` sampled episodes replayed on the model's own states (final-reward
   accuracy, final-state token F1);
 - ``observability``: :func:`dreamgym.observability.audit` of the source's episodes (the share of
-  purchases whose reward the model's prompt decides).
+  purchases whose reward the model's prompt decides); empty for an env it does not audit (ALFWorld).
 
 The JSON keeps the command, the commit and the model path under ``_meta``; the markdown table is
 printed and written next to it (``.md``).
@@ -36,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from dreamgym.collect import collect_trajectories
 from dreamgym.fidelity import open_loop_eval, teacher_forced_eval
 from dreamgym.modeling.experience import ExperienceModel
-from dreamgym.observability import audit
+from dreamgym.observability import AUDITED_ENVS, audit
 from dreamgym.provenance import result_meta, write_result
 from dreamgym.schema import read_trajectories
 
@@ -86,7 +86,7 @@ def report(
         row["steps"] = teacher_forced_eval(experience, sample, done_only=False) if sample else {}
         ol = rng.sample(trajs, min(open_loop, len(trajs)))
         row["open_loop"] = open_loop_eval(experience, ol) if ol else {}
-        row["observability"] = audit(env, trajs, fmt=fmt)["all"]
+        row["observability"] = audit(env, trajs, fmt=fmt)["all"] if env in AUDITED_ENVS else {}
         row["real_success_rate"] = sum(t.success for t in trajs) / max(len(trajs), 1)
         row["wall_s"] = round(time.time() - t0, 1)
         result[name] = row
@@ -105,7 +105,7 @@ def markdown(result: dict) -> str:
         ("open-loop reward acc", lambda r: f"{r['open_loop'].get('open_loop_reward_acc', float('nan')):.3f}"),
         ("state F1 (copy)", lambda r: f"{r['steps'].get('state_token_f1', float('nan')):.3f} "
                                       f"({r['steps'].get('copy_state_token_f1', float('nan')):.3f})"),
-        ("observable purchases", lambda r: f"{r['observability']['purchase_share']:.3f}"),
+        ("observable purchases", lambda r: f"{r['observability'].get('purchase_share', float('nan')):.3f}"),
     ]  # fmt: skip
     lines = ["| source | " + " | ".join(c for c, _ in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for name, row in result.items():
