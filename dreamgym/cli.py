@@ -91,6 +91,7 @@ def _lightning_cli(argv: list[str], run: bool = True):
                 parser.link_arguments(source, target, apply_on="parse")
 
     from dreamgym.config_files import expand_config_args
+    from dreamgym.memory import ReleaseFreeHeap
 
     # Parse errors raise (ArgumentError) instead of printing the whole usage; ``main`` shortens them.
     stage_kwargs = {"exit_on_error": False, "allow_abbrev": False, "prog": "python -m dreamgym"}
@@ -109,6 +110,8 @@ def _lightning_cli(argv: list[str], run: bool = True):
             save_config_kwargs={"overwrite": True},
             parser_kwargs={"parser_mode": "yaml", **stage_kwargs, **{s: dict(stage_kwargs) for s in STAGES}},
             args=expand_config_args(argv),  # a config built on others (``__base__``) arrives composed
+            # persistent: added to whatever callbacks a config lists (freed heap back to the OS, glibc)
+            trainer_defaults={"callbacks": [ReleaseFreeHeap()]},
             run=run,
         )
 

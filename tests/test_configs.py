@@ -245,6 +245,8 @@ def test_rl_links_and_print_config_round_trip(tiny_dirs, tmp_path):
     cli = _lightning_cli(["--config", path, *over], run=False)
     assert cli.datamodule.eval_batch_tasks == 3  # linked from the eval env's slots
     assert cli.model.estimator.name == "gae" and cli.model.critic is not None
+    names = [type(c).__name__ for c in cli.trainer.callbacks]
+    assert "ReleaseFreeHeap" in names and "ModelCheckpoint" in names  # persistent + the config's own
     printed = _print_config(["fit", "--config", path, *over])
     dumped = tmp_path / "dumped.yaml"
     dumped.write_text(printed)
