@@ -12,6 +12,8 @@ Policies by name (the ``policy`` of collected trajectories, see :func:`make_agen
   reads only the visible text;
 - ``near_miss`` (WebShop): :class:`~dreamgym.envs.webshop.agents.NearMissAgent`, the oracle committing
   one deliberate mistake.
+- ALFWorld: ``non_oracle`` is the visible-text searcher and ``near_miss`` the searcher committing one
+  placement mistake (:mod:`dreamgym.envs.alfworld.searcher`).
 
 Env-specific agents live with their env (``dreamgym/envs/webshop/agents.py``,
 ``dreamgym/envs/alfworld/expert.py``) and are registered here by import string, so importing this
@@ -163,5 +165,6 @@ register_agent(None, "random", _random_agent)
 register_agent("webshop", "non_oracle", "dreamgym.envs.webshop.agents:make_visible_text_agent")
 register_agent("webshop", "near_miss", "dreamgym.envs.webshop.agents:make_near_miss_agent")
 register_agent("alfworld", "non_oracle", "dreamgym.envs.alfworld.searcher:make_alfworld_searcher")
+register_agent("alfworld", "near_miss", "dreamgym.envs.alfworld.searcher:make_alfworld_near_miss")
 register_agent("web", "random", "dreamgym.envs.web.experts:make_web_random")
 register_agent("web", "near_miss", "dreamgym.envs.web.experts:make_web_near_miss")

@@ -270,3 +270,35 @@ def test_collect_alfworld(small_manifest, tmp_path):
     assert len(trajs) == 3 and len(list(read_trajectories(out))) == 3
     assert all(t.success for t in trajs if t.policy == "expert")
     assert all(tr.reasoning for t in trajs for tr in t.transitions)
+
+
+@pytest.mark.parametrize("mode", ["wrong_place", "skip_step", "wrong_object"])
+def test_near_miss_commits_its_mistake_without_reward_then_searches_on(env, mode):
+    from dreamgym.envs.alfworld.searcher import _MOVE, ALFWorldNearMiss, _kind
+
+    for first in (0, 2, 4):
+        agents = [ALFWorldNearMiss(modes=(mode,), seed=i) for i in range(2)]
+        td = _reset(env, [first, first + 1])
+        mistakes, won = [None, None], [False, False]
+        for _ in range(50):
+            before = [a.committed for a in agents]
+            td["action"] = actions = [a.act(env.current(i), env.step_info(i)) for i, a in enumerate(agents)]
+            td = env.step(td)["next"]
+            for i, a in enumerate(agents):
+                if a.committed and not before[i]:
+                    mistakes[i] = (actions[i], float(td["reward"].reshape(-1)[i]), env.step_info(i))
+                won[i] = won[i] or bool(td["success"].reshape(-1)[i])
+            if all(won):
+                break
+        assert all(mistakes), (mode, first)
+        for (action, reward, info), agent in zip(mistakes, agents, strict=True):
+            targets = {"recep": "", **{k: v.lower() for k, v in info["targets"].items()}}
+            obj, recep = _MOVE.match(action).groups()
+            assert reward == 0.0, (mode, action)
+            if agent.mode == "wrong_place":
+                assert _kind(obj) == targets["obj"] and _kind(recep) != targets["recep"]
+            elif agent.mode == "skip_step":
+                assert _kind(obj) == targets["obj"] and _kind(recep) == targets["recep"]
+            else:
+                assert _kind(obj) != targets["obj"] and _kind(recep) == targets["recep"]
+        assert any(won), (mode, first)  # it searches on after the mistake

@@ -29,7 +29,13 @@ from typing import Any
 
 from dreamgym.agents import Agent
 
-__all__ = ["ALFWorldSearcher", "make_alfworld_searcher"]
+__all__ = [
+    "ALFWorldSearcher",
+    "ALFWorldNearMiss",
+    "NEAR_MISS_MODES",
+    "make_alfworld_searcher",
+    "make_alfworld_near_miss",
+]
 
 _APPLIANCE = {"clean": "sinkbasin", "heat": "microwave", "cool": "fridge"}
 _MOVE = re.compile(r"^(?:move|put) (.+?) (?:to|in|on|in/on) (.+)$")
@@ -104,3 +110,114 @@ def _order(name: str) -> tuple[str, int]:
 def make_alfworld_searcher(env: Any = None, **kwargs: Any) -> ALFWorldSearcher:
     """The ``non_oracle`` factory of :func:`dreamgym.agents.make_agent` for ALFWorld."""
     return ALFWorldSearcher(**kwargs)
+
+
+NEAR_MISS_MODES = ("wrong_place", "skip_step", "wrong_object")
+
+
+class ALFWorldNearMiss(ALFWorldSearcher):
+    """The searcher committing one deliberate placement mistake per episode, then searching on as before.
+
+    The experience model learns when a placement wins from these: the offline searcher and expert place
+    almost only where the goal holds, so a model trained on them alone called 45 of 45 held-out wrong
+    placements of the warm start a win (BENCHMARKS.md). Modes (one drawn per episode; :attr:`mode` is
+    the one committed):
+
+    - ``wrong_place``: the goal object, once held, is moved to where the agent stands (not the goal
+      receptacle); the searcher then takes it again and goes on (the policy's commonest failure);
+    - ``skip_step``: a clean / heat / cool task's object is carried to the goal receptacle without the
+      transformation (then taken again and finished properly);
+    - ``wrong_object``: an object of another kind is taken and placed in the goal receptacle first.
+
+    A mode impossible in the episode (``skip_step`` without a transformation to skip, ``wrong_object`` in
+    a look-at task, which places nothing) falls back to ``wrong_place``; so does a decoy no goal receptacle
+    admits within ``patience`` steps of carrying it (it is put down where the agent stands). Every step stays an admissible command.
+
+    Args:
+        modes: the modes to draw from.
+        patience: steps a ``wrong_object`` decoy is carried looking for a goal receptacle that admits it.
+        seed: seed of the episode's draw.
+
+    Raises:
+        ValueError: if ``modes`` is empty or names an unknown mode.
+    """
+
+    def __init__(self, modes: tuple[str, ...] = NEAR_MISS_MODES, patience: int = 12, seed: int | None = None):
+        unknown = [m for m in modes if m not in NEAR_MISS_MODES]
+        if not modes or unknown:
+            raise ValueError(
+                f"ALFWorldNearMiss.modes must be a non-empty subset of {NEAR_MISS_MODES}; got {modes!r}"
+            )
+        self.modes, self.patience = tuple(modes), patience
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.mode, self.committed, self.decoy, self.carried = self.rng.choice(self.modes), False, None, 0
+
+    def act(self, obs: Any, info: dict[str, Any]) -> str:
+        if self.committed:
+            return super().act(obs, info)
+        targets = {k: v.lower() for k, v in (info.get("targets") or {}).items()}
+        obj, recep = targets.get("obj", ""), targets.get("recep", "")
+        task = info.get("task_type") or ""
+        admissible = list(info.get("admissible_commands") or getattr(obs, "available_actions", []) or [])
+        holding = list(info.get("holding") or [])
+        if (self.mode == "skip_step" and not any(f"_{v}_" in f"_{task}_" for v in _APPLIANCE)) or (
+            self.mode == "wrong_object" and not recep  # a look-at task places nothing
+        ):
+            self.mode = "wrong_place"
+        if self.mode == "wrong_object":
+            return self._decoy_step(obj, recep, holding, admissible, info) or super().act(obs, info)
+        if self.mode == "skip_step":
+            action = super().act(obs, {**info, "task_type": "pick_and_place_simple"})
+        else:
+            action = super().act(obs, info)
+            held = [o for o in holding if _kind(o) == obj]
+            wrong = [c for c in admissible if held and (m := _MOVE.match(c)) and m.group(1) == held[0]
+                     and _kind(m.group(2)) != recep]  # fmt: skip
+            if wrong:
+                action = wrong[0]
+        m = _MOVE.match(action)
+        self.committed = bool(m and _kind(m.group(1)) == obj)
+        return action
+
+    def _decoy_step(self, obj, recep, holding, admissible, info) -> str | None:
+        """Take an object of another kind, carry it to the goal receptacle, place it (None: no decoy in
+        reach yet; the searcher's step)."""
+        if self.decoy is None:
+            if holding:
+                return None
+            takes = [c for c in admissible if c.startswith("take ") and " from " in c
+                     and _kind(c[len("take "):].split(" from ", 1)[0]) != obj]  # fmt: skip
+            if not takes:
+                return None
+            self.decoy = takes[0][len("take ") :].split(" from ", 1)[0]
+            return takes[0]
+        place = [
+            c
+            for c in admissible
+            if (m := _MOVE.match(c)) and m.group(1) == self.decoy and _kind(m.group(2)) == recep
+        ]
+        if place:
+            self.committed = True
+            return place[0]
+        self.carried += 1
+        here = info.get("location")
+        goes = [c[len("go to ") :] for c in admissible if c.startswith("go to ")]
+        if self.carried > self.patience:  # no goal receptacle admits it (too big): put it down elsewhere
+            drop = [c for c in admissible if (m := _MOVE.match(c)) and m.group(1) == self.decoy]
+            if drop:
+                self.mode, self.decoy = "wrong_place", None
+                return drop[0]
+            return self._next(here, goes, admissible)
+        if here is not None and _kind(here) == recep and f"open {here}" in admissible:
+            return f"open {here}"
+        return next((f"go to {r}" for r in goes if _kind(r) == recep), None) or self._next(
+            here, goes, admissible
+        )
+
+
+def make_alfworld_near_miss(env: Any = None, **kwargs: Any) -> ALFWorldNearMiss:
+    """The ``near_miss`` factory of :func:`dreamgym.agents.make_agent` for ALFWorld."""
+    return ALFWorldNearMiss(**kwargs)
