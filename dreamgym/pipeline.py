@@ -108,7 +108,8 @@ class Prepared:
 
     ``simulator`` is the experience model RL uses: the on-policy continuation when stage 5 runs, else
     ``experience``; ``rollouts`` (the warm start's train-task episodes) is None without stage 5;
-    ``warm_episodes`` are the warm start's held-out test episodes.
+    ``warm_episodes`` are the warm start's held-out test episodes; ``experience_episodes`` the experience
+    model's own extra train episodes (None without ``experience_episodes``).
     """
 
     train: Path
@@ -119,6 +120,7 @@ class Prepared:
     rollouts: Path | None
     simulator: Path
     warm_episodes: Path
+    experience_episodes: Path | None = None
 
 
 def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path | None) -> list[str]:
@@ -140,9 +142,12 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
     )
     test = stage("collect_test", collect_stage, cfg, "test", cfg.test_expert, 0)
     tok = stage("tokenizer", tokenizer_stage, cfg, train)
+    exp_train = [train]
+    if cfg.experience_episodes:
+        exp_train.append(stage("collect_experience", experience_episodes_stage, cfg))
     exp = stage(
         "experience_sft", fit_stage, cfg.experience_config,
-        [*experience_args(tok, [train], test, None), *cfg.experience_args],
+        [*experience_args(tok, exp_train, test, None), *cfg.experience_args],
         d / "experience_model", "model.init_args.export_dir", None, budget,
     )  # fmt: skip
     sft = stage(
@@ -173,7 +178,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         )  # fmt: skip
         sim = stage(
             "experience_onpolicy", fit_stage, cfg.experience_config,
-            [*experience_args(tok, [train, rollouts], test, exp), *cfg.onpolicy_experience_args],
+            [*experience_args(tok, [*exp_train, rollouts], test, exp), *cfg.onpolicy_experience_args],
             d / "experience_model_onpolicy", "model.init_args.export_dir", None, budget,
         )  # fmt: skip
     warm = stage(
@@ -181,27 +186,40 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
-                    simulator=sim, warm_episodes=warm)  # fmt: skip
+                    simulator=sim, warm_episodes=warm, experience_episodes=exp_train[1] if len(exp_train) > 1 else None)  # fmt: skip
 
 
 def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:
     return None if budget is None else budget.episode_minutes(name)
 
 
-def judge_purchases_stage(cfg: PipelineConfig) -> Path:
-    """``judge_purchases_train.jsonl`` under ``out_dir``: ``judge_episodes`` on TRAIN tasks (no teacher
-    reasoning; seed ``seed + 1``, so not the offline data's episodes again)."""
-    out = cfg.out_dir / "judge_purchases_train.jsonl"
+def _train_episodes(cfg: PipelineConfig, name: str, mix: dict[str, int], seed: int, teacher: bool) -> Path:
+    """``name`` under ``out_dir``: the scripted ``mix`` on TRAIN tasks (written whole or not at all)."""
+    out = cfg.out_dir / name
     if out.exists():
         return out
     from dreamgym.collect import collect_trajectories
 
     tmp = out.with_suffix(".jsonl.tmp")
     tmp.unlink(missing_ok=True)
-    collect_trajectories(cfg.env, "train", 0, 0, out=tmp, seed=cfg.seed + 1, teacher=False, batch_size=32,
-                         progress=True, mix={k: v for k, v in cfg.judge_episodes.items() if v})  # fmt: skip
+    collect_trajectories(cfg.env, "train", 0, 0, out=tmp, seed=seed, teacher=teacher, batch_size=32,
+                         progress=True, mix={k: v for k, v in mix.items() if v})  # fmt: skip
     tmp.rename(out)
     return out
+
+
+def judge_purchases_stage(cfg: PipelineConfig) -> Path:
+    """``judge_purchases_train.jsonl`` under ``out_dir``: ``judge_episodes`` on TRAIN tasks (no teacher
+    reasoning; seed ``seed + 1``, so not the offline data's episodes again)."""
+    return _train_episodes(
+        cfg, "judge_purchases_train.jsonl", cfg.judge_episodes, cfg.seed + 1, teacher=False
+    )
+
+
+def experience_episodes_stage(cfg: PipelineConfig) -> Path:
+    """``experience_train.jsonl`` under ``out_dir``: ``experience_episodes`` on TRAIN tasks with teacher
+    reasoning (seed ``seed + 2``), for the experience model's fits only."""
+    return _train_episodes(cfg, "experience_train.jsonl", cfg.experience_episodes, cfg.seed + 2, teacher=True)
 
 
 def judge_fit_args(cfg: PipelineConfig, p: Prepared, purchases: Path) -> list[str]:

@@ -405,6 +405,10 @@ class PipelineConfig:
         vocab_size: BPE vocabulary size.
         experience_config: LightningCLI config of the experience-model SFT.
         experience_args: extra CLI overrides for it (e.g. ``["--trainer.max_steps=300"]``).
+        experience_episodes: train-task episodes per scripted policy the experience model alone learns
+            from besides the offline data (``experience_train.jsonl``, seed ``seed + 2``, teacher reasoning),
+            e.g. ``{near_miss: 800}``: the placements and purchases that fail, without changing the offline
+            data the tokenizer and the warm start come from. None (default): none.
         policy_sft_config: LightningCLI config of the policy warm start.
         policy_sft_args: extra CLI overrides for it.
         rl_config: LightningCLI config of the RL stage (the class default: GRPO in the synthetic env).
@@ -477,6 +481,7 @@ class PipelineConfig:
         judge_config: str | None = None,
         judge_episodes: dict[str, int] | None = None,
         judge_args: list[str] | None = None,
+        experience_episodes: dict[str, int] | None = None,
         dagger_tasks: int = 0,
         dagger_rounds: int = 1,
         dagger_agent: str = "non_oracle",
@@ -508,6 +513,7 @@ class PipelineConfig:
         self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
         self.judge_config, self.judge_args = judge_config, list(judge_args or [])
         self.judge_episodes = dict(judge_episodes or {})
+        self.experience_episodes = {k: v for k, v in (experience_episodes or {}).items() if v}
         if dagger_tasks < 0 or dagger_rounds < 1:
             raise ValueError(
                 f"dagger_tasks={dagger_tasks}, dagger_rounds={dagger_rounds}: give the train tasks labelled per "

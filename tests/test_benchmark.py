@@ -317,7 +317,7 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
         *[a for a in TINY_RL_ARGS if ".schedule." not in a],
     ]  # fmt: skip
     pipeline = [*pipeline_argv(out, QUIET, "configs/alfworld_grpo.yaml"), "--env=alfworld", "--train_non_oracle=4", "--train_near_miss=0",
-                "--max_steps=4", "--dagger_tasks=2", '--dagger_args=["--trainer.max_steps=2"]',
+                "--max_steps=4", "--dagger_tasks=2", '--dagger_args=["--trainer.max_steps=2"]', '--experience_episodes={"near_miss": 2}',
                 "--experience_config=configs/alfworld_experience_sft.yaml",
                 "--policy_sft_config=configs/alfworld_policy_sft.yaml", "--rl_config=configs/alfworld_grpo.yaml"]  # fmt: skip
     arms = [

@@ -187,3 +187,26 @@ def test_the_dagger_stage_labels_the_warm_starts_states_and_becomes_the_warm_sta
         prep.policy_sft == out / "policy_dagger2" and (out / "policy_dagger2" / "policy_format.json").exists()
     )
     assert {t.policy for t in read_trajectories(prep.warm_episodes)} == {"policy_dagger2"}
+
+
+@pytest.mark.slow
+def test_the_experience_model_alone_learns_from_its_extra_episodes(tmp_path):
+    """``experience_episodes``: scripted train episodes (teacher reasoning) in both experience fits' data,
+    not in the warm start's, and the offline data the tokenizer comes from unchanged."""
+    from dreamgym.pipeline import prepare
+    from dreamgym.stages import StageClock
+
+    out = tmp_path / "ws"
+    argv = [*_argv(out), "--onpolicy_tasks=0", '--experience_episodes={"near_miss": 2}']
+    prep = prepare(parse_pipeline_config(argv), StageClock("test"))
+    extra = list(read_trajectories(out / "experience_train.jsonl"))
+    assert prep.experience_episodes == out / "experience_train.jsonl"
+    assert len(extra) == 2 and {(t.policy, t.split) for t in extra} == {("near_miss", "train")}
+    assert all(tr.reasoning for t in extra for tr in t.transitions if not tr.invalid)
+    assert not {t.trajectory_id for t in extra} & {t.trajectory_id for t in read_trajectories(prep.train)}
+    fits = {
+        n: json.loads((out / "runs" / n / "stage.json").read_text())["args"]
+        for n in ("experience_model", "policy_sft")
+    }
+    assert any(str(prep.experience_episodes) in a for a in fits["experience_model"])
+    assert not any(str(prep.experience_episodes) in a for a in fits["policy_sft"])

@@ -160,7 +160,10 @@ def write_report(cfg, results: dict) -> Path:
         f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
         f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
         f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
-        f"{shared.get('onpolicy_train_transitions', '?')}. Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
+        f"{shared.get('onpolicy_train_transitions', '?')}"
+        + (f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
+           if shared.get("experience_train_transitions") else "")
+        + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
         + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else ""),
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
@@ -190,7 +193,7 @@ def write_report(cfg, results: dict) -> Path:
         "",
         "p: one-sided exact McNemar p of 'this arm is better', pooled over seed-paired task outcomes; "
         "offline real: transitions of the offline data the arm depends on (the warm start's, plus the "
-        "experience model's on-policy data for arms that simulate).",
+        "experience model's on-policy and own extra data for arms that simulate).",
     ]
     if missing:
         lines += ["", f"**Not run yet** (no record): {'; '.join(missing)}."]

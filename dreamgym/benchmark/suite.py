@@ -414,7 +414,9 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     series = scalar_series(out / "tb", tags=RECORD_TAGS)
     uses_simulator = any(".checkpoint=" in a for a in paths)
     offline = shared["offline_train_transitions"] + (
-        shared["onpolicy_train_transitions"] if uses_simulator else 0
+        shared["onpolicy_train_transitions"] + shared.get("experience_train_transitions", 0)
+        if uses_simulator
+        else 0
     )
     return {
         "arm": arm.name,
@@ -467,6 +469,9 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
+        "experience_train_transitions": count_transitions(prep.experience_episodes)
+        if prep.experience_episodes
+        else 0,
         # what every record's comparison rests on: the same warm start and simulator
         "weights_sha256": {
             "warm_start": weights_sha256(prep.policy_sft),
