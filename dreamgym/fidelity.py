@@ -5,6 +5,7 @@ Teacher-forced (one step from a real prompt; :class:`FidelityMeter`):
 * ``reward_acc``: predicted reward equals the real one (rounded to 1e-6).
 * ``success_precision`` / ``success_recall`` / ``success_f1``: the positive class is a success step
   (reward >= 1); precision is over predicted success steps, recall over real ones.
+* ``success_fpr``: the share of real non-success steps predicted a success (0.0 when there are none).
 * ``done_acc``: predicted termination equals the real one.
 * ``state_exact``: next state matches the real one exactly (after whitespace normalisation).
 * ``state_token_f1``: bag-of-words F1 between predicted and real next state (SQuAD-style).
@@ -45,6 +46,7 @@ FIDELITY_KEYS = (
     "success_precision",
     "success_recall",
     "success_f1",
+    "success_fpr",
     "done_acc",
     "state_exact",
     "state_token_f1",
@@ -143,6 +145,8 @@ class FidelityMeter:
         prec, rec = success_precision_recall(self.tp, self.fp, self.fn)
         out["success_precision"], out["success_recall"] = prec, rec
         out["success_f1"] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        negatives = self.n - self.tp - self.fn
+        out["success_fpr"] = self.fp / negatives if negatives else 0.0
         out["n"] = float(self.n)
         return {k: float(out.get(k, 0.0)) for k in (*FIDELITY_KEYS, "n")}
 
@@ -154,6 +158,7 @@ def teacher_forced_eval(
     skip_invalid: bool = True,
     max_minutes: float | None = None,
     chunk: int = 32,
+    verbs: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """One step from every real (state, action) of ``trajectories`` through ``experience.predict``.
 
@@ -167,6 +172,8 @@ def teacher_forced_eval(
         trajectories: held-out real trajectories.
         done_only: only terminating steps (``terminated``; truncated-only endings are not asked).
         skip_invalid: skip invalid actions (the synthetic env answers them without the model).
+        verbs: only steps whose action's first word is one of these (e.g. ``["move"]``: ALFWorld's
+            placements, where an episode is won or not); None: every step.
         max_minutes: ask in chunks of ``chunk`` queries and start none once this many minutes have
             passed (a time budget; :func:`dreamgym.progress.play_in_chunks`): ``n`` then counts the steps
             asked, the first ones. ``None``: every step.
@@ -176,7 +183,7 @@ def teacher_forced_eval(
     """
     from dreamgym.progress import play_in_chunks
 
-    queries, asked = teacher_forced_queries(trajectories, done_only, skip_invalid)
+    queries, asked = teacher_forced_queries(trajectories, done_only, skip_invalid, verbs)
     meter = FidelityMeter()
     preds = play_in_chunks(
         range(len(queries)), lambda idx: list(experience.predict([queries[i] for i in idx])),
@@ -188,7 +195,10 @@ def teacher_forced_eval(
 
 
 def teacher_forced_queries(
-    trajectories: Sequence[Trajectory], done_only: bool = False, skip_invalid: bool = True
+    trajectories: Sequence[Trajectory],
+    done_only: bool = False,
+    skip_invalid: bool = True,
+    verbs: Sequence[str] | None = None,
 ) -> tuple[list, list]:
     """The experience-model queries of :func:`teacher_forced_eval` (retrieval excluding the query's own
     episode) and the real transitions they ask about, in the same order."""
@@ -198,6 +208,8 @@ def teacher_forced_queries(
     for traj in trajectories:
         for t in traj.transitions:
             if (skip_invalid and t.invalid) or (done_only and not terminated_of(t.done, t.truncated)):
+                continue
+            if verbs is not None and t.action.split(" ", 1)[0] not in verbs:
                 continue
             history = [x.action for x in traj.transitions[: t.step]]
             queries.append(

@@ -16,6 +16,9 @@ episodes, e.g. ``warm_start`` or ``grpo``). Per source:
   (next-state token F1 against the copy-the-current-state baseline, done accuracy, reward accuracy);
 - ``open_loop``: ``--open-loop`` sampled episodes replayed on the model's own states (final-reward
   accuracy, final-state token F1);
+- ``decisive`` (with ``--decisive-verbs``): teacher-forced on every step of the source whose action
+  starts with one of these verbs, e.g. ``move`` on ALFWorld, where a placement wins the episode or does
+  not (the policy's wrong placements are what a synthetic env must not reward);
 - ``observability``: :func:`dreamgym.observability.audit` of the source's episodes (the share of
   purchases whose reward the model's prompt decides); empty for an env it does not audit (ALFWorld).
 
@@ -72,6 +75,7 @@ def report(
     open_loop: int = 40,
     seed: int = 1,
     fmt=None,
+    decisive_verbs: list[str] | None = None,
 ) -> dict:
     """The per-source fidelity rows (module docstring) of ``experience`` (``.predict`` like
     :class:`ExperienceModel`); ``fmt`` is its prompt layout for the observability audit."""
@@ -86,6 +90,8 @@ def report(
         row["steps"] = teacher_forced_eval(experience, sample, done_only=False) if sample else {}
         ol = rng.sample(trajs, min(open_loop, len(trajs)))
         row["open_loop"] = open_loop_eval(experience, ol) if ol else {}
+        if decisive_verbs:
+            row["decisive"] = teacher_forced_eval(experience, trajs, verbs=decisive_verbs)
         row["observability"] = audit(env, trajs, fmt=fmt)["all"] if env in AUDITED_ENVS else {}
         row["real_success_rate"] = sum(t.success for t in trajs) / max(len(trajs), 1)
         row["wall_s"] = round(time.time() - t0, 1)
@@ -107,6 +113,13 @@ def markdown(result: dict) -> str:
                                       f"({r['steps'].get('copy_state_token_f1', float('nan')):.3f})"),
         ("observable purchases", lambda r: f"{r['observability'].get('purchase_share', float('nan')):.3f}"),
     ]  # fmt: skip
+    if any("decisive" in r for n, r in result.items() if not n.startswith("_")):
+        cols += [
+            ("decisive steps", lambda r: f"{int(r['decisive']['n'])}"),
+            ("decisive precision", lambda r: f"{r['decisive']['success_precision']:.3f}"),
+            ("decisive recall", lambda r: f"{r['decisive']['success_recall']:.3f}"),
+            ("decisive FPR", lambda r: f"{r['decisive']['success_fpr']:.3f}"),
+        ]
     lines = ["| source | " + " | ".join(c for c, _ in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for name, row in result.items():
         if not name.startswith("_"):
@@ -128,6 +141,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--env-kwargs", default="{}", help="JSON env arguments for the scripted sources, e.g. "
                     "'{\"item_facts\": false}' for a model trained on the older item page")  # fmt: skip
+    ap.add_argument("--decisive-verbs", nargs="*", default=[], help="also ask every step whose action starts "
+                    "with one of these verbs (e.g. move: ALFWorld's placements)")  # fmt: skip
     ap.add_argument("--out", default="benchmarks/results/fidelity_webshop.json")
     args = ap.parse_args(argv)
     em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
@@ -138,8 +153,9 @@ def main(argv: list[str] | None = None) -> dict:
         "use_reasoning": em.fmt.use_reasoning,
     }
     rows = report(
-        em, collect_sources(args), args.env, args.steps_trajectories, args.open_loop, args.seed, em.fmt
-    )
+        em, collect_sources(args), args.env, args.steps_trajectories, args.open_loop, args.seed, em.fmt,
+        args.decisive_verbs,
+    )  # fmt: skip
     result = {"_meta": meta, **rows}
     md = markdown(result)
     write_result(args.out, result, indent=2, markdown=md)

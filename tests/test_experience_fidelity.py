@@ -24,6 +24,7 @@ def test_meter_counts_and_copy_baseline():
     assert out["n"] == 4 and out["parse_fail_rate"] == 0.25
     assert out["reward_acc"] == 0.25 and out["done_acc"] == 0.75 and out["state_exact"] == 0.25
     assert out["success_precision"] == 0.5 and out["success_recall"] == 0.5 and out["success_f1"] == 0.5
+    assert out["success_fpr"] == 0.5  # 1 of the 2 real non-successes called a success
     assert out["copy_state_token_f1"] == pytest.approx(1 / 4)  # only "s3" -> "s3" copies right
     m.reset()
     assert m.compute()["n"] == 0
