@@ -109,8 +109,9 @@ def test_near_miss_is_an_expert_and_checks_modes():
 
 def test_agent_registry():
     assert agent_names("webshop") == ["expert", "near_miss", "non_oracle", "random"]
-    assert agent_names("alfworld") == ["expert", "non_oracle", "random"]
+    assert agent_names("alfworld") == ["expert", "near_miss", "non_oracle", "random"]
     assert isinstance(make_agent("non_oracle", "alfworld"), ALFWorldSearcher)
+    assert make_agent("near_miss", "alfworld", seed=1, modes=("skip_step",)).mode == "skip_step"
     assert isinstance(make_agent("non_oracle", "webshop", seed=1), VisibleTextAgent)
     assert isinstance(make_agent("near_miss", "webshop", seed=1, modes=("too_early",)), NearMissAgent)
     assert isinstance(make_agent("random", "alfworld", seed=1), RandomAgent)
