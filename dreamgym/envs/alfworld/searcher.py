@@ -46,6 +46,24 @@ def _kind(name: str) -> str:
     return _order(name)[0]
 
 
+def _goes(admissible: list[str]) -> list[str]:
+    """The receptacles of the admissible ``go to`` commands."""
+    return [c[len("go to ") :] for c in admissible if c.startswith("go to ")]
+
+
+def _go_to(goes: list[str], kind: str) -> str | None:
+    """``go to`` the first of ``goes`` of this kind (None: none admissible)."""
+    return next((f"go to {r}" for r in goes if _kind(r) == kind), None)
+
+
+def _take(command: str) -> tuple[str, str] | None:
+    """``(object, receptacle)`` of a ``take X from Y`` command, else None."""
+    if not (command.startswith("take ") and " from " in command):
+        return None
+    what, where = command[len("take ") :].split(" from ", 1)
+    return what, where
+
+
 class ALFWorldSearcher(Agent):
     """Searches receptacles in order for the goal object and completes the task (module docstring)."""
 
@@ -57,10 +75,7 @@ class ALFWorldSearcher(Agent):
         obj, recep, lamp = targets.get("obj", ""), targets.get("recep", ""), targets.get("toggle", "")
         need = next((v for v in _APPLIANCE if f"_{v}_" in f"_{task}_"), None)
         held = [o for o in info.get("holding") or [] if _kind(o) == obj]
-        goes = [c[len("go to ") :] for c in admissible if c.startswith("go to ")]
-
-        def go_to(kind: str) -> str | None:
-            return next((f"go to {r}" for r in goes if _kind(r) == kind), None)
+        goes = _goes(admissible)
 
         if held:
             o = held[0]
@@ -70,25 +85,30 @@ class ALFWorldSearcher(Agent):
             last = info.get("command") or ""
             verb = next((c for c in admissible if need and c.startswith(f"{need} {o} with ")), None)
             if need and last.startswith("take "):  # just picked up: transform it first
-                return verb or go_to(_APPLIANCE[need]) or self._next(here, goes, admissible)
+                return verb or _go_to(goes, _APPLIANCE[need]) or self._next(here, goes, admissible)
             if need and here is not None and _kind(here) == _APPLIANCE[need] and not last.startswith(need):
                 if verb or f"open {here}" in admissible:
                     return verb or f"open {here}"
-            for c in admissible:
-                m = _MOVE.match(c)
-                if m and m.group(1) == o and _kind(m.group(2)) == recep:
-                    return c
-            if here is not None and _kind(here) == recep and f"open {here}" in admissible:
-                return f"open {here}"
-            return go_to(recep) or self._next(here, goes, admissible)
+            return self._deliver(o, recep, here, goes, admissible)
         for c in admissible:
-            if c.startswith("take ") and " from " in c:
-                what, where = c[len("take ") :].split(" from ", 1)
+            if (took := _take(c)) is not None:
+                what, where = took
                 if _kind(what) == obj and not (task == "pick_two_obj_and_place" and _kind(where) == recep):
                     return c
         if here is not None and f"open {here}" in admissible:
             return f"open {here}"
         return self._next(here, goes, admissible)
+
+    def _deliver(self, o: str, recep: str, here: str | None, goes: list[str], admissible: list[str]) -> str:
+        """Put the held ``o`` in a ``recep`` receptacle: ``move`` it when admissible, else open the one here
+        when closed, else go to one (or on to the next receptacle)."""
+        for c in admissible:
+            m = _MOVE.match(c)
+            if m and m.group(1) == o and _kind(m.group(2)) == recep:
+                return c
+        if here is not None and _kind(here) == recep and f"open {here}" in admissible:
+            return f"open {here}"
+        return _go_to(goes, recep) or self._next(here, goes, admissible)
 
     @staticmethod
     def _next(here: str | None, goes: list[str], admissible: list[str]) -> str:
@@ -188,34 +208,24 @@ class ALFWorldNearMiss(ALFWorldSearcher):
         if self.decoy is None:
             if holding:
                 return None
-            takes = [c for c in admissible if c.startswith("take ") and " from " in c
-                     and _kind(c[len("take "):].split(" from ", 1)[0]) != obj]  # fmt: skip
+            takes = [c for c in admissible if (took := _take(c)) is not None and _kind(took[0]) != obj]
             if not takes:
                 return None
-            self.decoy = takes[0][len("take ") :].split(" from ", 1)[0]
+            self.decoy = _take(takes[0])[0]
             return takes[0]
-        place = [
-            c
-            for c in admissible
-            if (m := _MOVE.match(c)) and m.group(1) == self.decoy and _kind(m.group(2)) == recep
-        ]
-        if place:
+        here, goes = info.get("location"), _goes(admissible)
+        action = self._deliver(self.decoy, recep, here, goes, admissible)
+        if _MOVE.match(action):
             self.committed = True
-            return place[0]
+            return action
         self.carried += 1
-        here = info.get("location")
-        goes = [c[len("go to ") :] for c in admissible if c.startswith("go to ")]
         if self.carried > self.patience:  # no goal receptacle admits it (too big): put it down elsewhere
             drop = [c for c in admissible if (m := _MOVE.match(c)) and m.group(1) == self.decoy]
             if drop:
                 self.mode, self.decoy = "wrong_place", None
                 return drop[0]
             return self._next(here, goes, admissible)
-        if here is not None and _kind(here) == recep and f"open {here}" in admissible:
-            return f"open {here}"
-        return next((f"go to {r}" for r in goes if _kind(r) == recep), None) or self._next(
-            here, goes, admissible
-        )
+        return action
 
 
 def make_alfworld_near_miss(env: Any = None, **kwargs: Any) -> ALFWorldNearMiss:
