@@ -142,9 +142,8 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
     )
     test = stage("collect_test", collect_stage, cfg, "test", cfg.test_expert, 0)
     tok = stage("tokenizer", tokenizer_stage, cfg, train)
-    exp_train = [train]
-    if cfg.experience_episodes:
-        exp_train.append(stage("collect_experience", experience_episodes_stage, cfg))
+    extra = stage("collect_experience", experience_episodes_stage, cfg) if cfg.experience_episodes else None
+    exp_train = [train] + ([extra] if extra is not None else [])
     exp = stage(
         "experience_sft", fit_stage, cfg.experience_config,
         [*experience_args(tok, exp_train, test, None), *cfg.experience_args],
@@ -186,7 +185,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
-                    simulator=sim, warm_episodes=warm, experience_episodes=exp_train[1] if len(exp_train) > 1 else None)  # fmt: skip
+                    simulator=sim, warm_episodes=warm, experience_episodes=extra)  # fmt: skip
 
 
 def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:

@@ -502,9 +502,7 @@ def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm:
                 f"{warm['successes'].count('1')} of {len(warm['successes'])} ({differ} tasks differ)"
             )
             break
-    simulated = [
-        key for key, rec in stored.get("runs", {}).items() if rec.get("synthetic_transitions", 0) > 0
-    ]
+    simulated = any(rec.get("synthetic_transitions", 0) > 0 for rec in stored.get("runs", {}).values())
     for name, sha in (stored.get("shared", {}).get("weights_sha256") or {}).items():
         now = shared["weights_sha256"].get(name)
         if name == "simulator" and not simulated:
