@@ -143,9 +143,17 @@ def main(argv: list[str] | None = None) -> dict:
                     "'{\"item_facts\": false}' for a model trained on the older item page")  # fmt: skip
     ap.add_argument("--decisive-verbs", nargs="*", default=[], help="also ask every step whose action starts "
                     "with one of these verbs (e.g. move: ALFWorld's placements)")  # fmt: skip
+    ap.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=0,
+        help="the experience model's no_repeat_ngram (as the synthetic env's config sets it; ALFWorld: 8)",
+    )
     ap.add_argument("--out", default="benchmarks/results/fidelity_webshop.json")
     args = ap.parse_args(argv)
-    em = ExperienceModel.from_pretrained(args.model, batch_size=args.batch_size)
+    em = ExperienceModel.from_pretrained(
+        args.model, batch_size=args.batch_size, no_repeat_ngram=args.no_repeat_ngram
+    )
     meta = {
         **result_meta("scripts/fidelity_report.py", argv),
         "model": str(args.model),

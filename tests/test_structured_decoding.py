@@ -10,6 +10,11 @@ from dreamgym.modeling.structured import OutcomeGrammar
 def _decode_with(grammar, tok, scores_fn, steps):
     """Greedy decoding of a fake model whose next-token scores come from ``scores_fn(t)`` or, for a
     two-argument ``scores_fn``, ``scores_fn(t, text_so_far)``."""
+    return tok.decode(_decode_ids(grammar, tok, scores_fn, steps), skip_special_tokens=True)
+
+
+def _decode_ids(grammar, tok, scores_fn, steps) -> list[int]:
+    """The generated ids of :func:`_decode_with`."""
     import inspect
 
     two = len(inspect.signature(scores_fn).parameters) == 2
@@ -21,7 +26,7 @@ def _decode_with(grammar, tok, scores_fn, steps):
         ids = torch.cat([ids, nxt], dim=1)
         if int(nxt) == tok.eos_token_id:
             break
-    return tok.decode(ids[0, 3:].tolist(), skip_special_tokens=True)
+    return ids[0, 3:].tolist()
 
 
 def _decode_script(tok, script_text: str, seed: int) -> str:
@@ -180,3 +185,57 @@ def _wanting(tok, script: str):
         return s
 
     return scores
+
+
+def _ngrams(ids: list[int], n: int) -> list[tuple[int, ...]]:
+    return [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
+
+
+def test_no_repeat_ngram_turns_a_greedy_loop_aside(tiny_lm):
+    _, tok = tiny_lm.build()
+    loop = tok.encode("a mug 1, ", add_special_tokens=False)  # a state line may not start blank
+    lead = " <think> ok </think>\n<next>\n"
+    vocab = len(tok)
+
+    def run(no_repeat: int) -> tuple[list[int], OutcomeGrammar]:
+        g = torch.Generator().manual_seed(0)
+        began: list[int] = []  # the step the state began at
+
+        def scores(t, so_far):
+            s = torch.randn(vocab, generator=g)
+            if not so_far.endswith("<next>\n") and not began:
+                if lead.startswith(so_far) and len(so_far) < len(lead):
+                    s[tok.encode(lead[len(so_far) :], add_special_tokens=False)[0]] = 30.0
+                return s
+            began.append(t) if not began else None
+            s[loop[(t - began[0]) % len(loop)]] = 30.0  # "a mug 1, " again and again (a greedy loop)
+            return s
+
+        grammar = OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, use_reasoning=True,
+                                 no_repeat_ngram=no_repeat)  # fmt: skip
+        return _decode_ids(grammar, tok, scores, 300), grammar
+
+    looped, g0 = run(0)
+    assert g0.forced_close == [True] and tok.decode(looped).count("a mug 1,") > 5  # without: to the budget
+    ids, g4 = run(4)
+    text = tok.decode(ids, skip_special_tokens=True)
+    parsed = parse_target(text)
+    assert parsed.ok, (parsed.error, text)
+    start = len(tok.encode(lead, add_special_tokens=False))
+    end = start + next(
+        i for i in range(len(ids) - start) if "</next>" in tok.decode(ids[start : start + i + 1])
+    )
+    grams = _ngrams(ids[start:end], 4)
+    assert len(grams) == len(set(grams)), parsed.next_state  # no 4-gram of the state twice
+    assert parsed.next_state.startswith(tok.decode(loop + loop[:3]).strip()), (
+        parsed.next_state
+    )  # until the ban
+    assert len(set(_ngrams(looped[start:], 4))) < len(_ngrams(looped[start:], 4))  # the loop repeated them
+
+
+def test_no_repeat_ngram_is_checked(tiny_lm):
+    import pytest
+
+    _, tok = tiny_lm.build()
+    with pytest.raises(ValueError, match="no_repeat_ngram=1"):
+        OutcomeGrammar(tok, prompt_width=3, max_new_tokens=120, no_repeat_ngram=1)

@@ -114,6 +114,9 @@ class ExperienceModel:
             chooses the text, the reward and done; see :mod:`dreamgym.modeling.structured`) or ``"free"``
             (plain decoding; outputs that do not parse become failure states).
         think_budget: most reasoning tokens under structured decoding.
+        no_repeat_ngram: under structured decoding, the reasoning and the state never repeat one of their
+            own token n-grams of this length (0: off; see :mod:`dreamgym.modeling.structured`). ALFWorld's
+            configs use 8: no real target repeats an 8-gram, a looping small model does.
         cache_implementation: KV cache for generation: ``"slots"`` (default: the package's decoding loop,
             a cache written in place whose filled positions alone are read, ended rows dropped; see
             :mod:`dreamgym.modeling.generation`), or ``"static"`` / ``"dynamic"`` for ``model.generate``
@@ -137,6 +140,7 @@ class ExperienceModel:
         think_budget: int = 160,
         cache_implementation: str | None = "slots",
         judge: RewardJudge | None = None,
+        no_repeat_ngram: int = 0,
     ):
         if decoding not in DECODINGS:
             raise ValueError(f"ExperienceModel.decoding={decoding!r}; choose one of {DECODINGS}")
@@ -148,7 +152,11 @@ class ExperienceModel:
         if decoding == "structured":  # fail now, not at the first step, if the tokenizer cannot support it
             from dreamgym.modeling.structured import OutcomeGrammar
 
-            OutcomeGrammar(tokenizer, 0, max_new_tokens, fmt.use_reasoning, think_budget=think_budget)
+            OutcomeGrammar(
+                tokenizer, 0, max_new_tokens, fmt.use_reasoning, think_budget=think_budget,
+                no_repeat_ngram=no_repeat_ngram,
+            )  # fmt: skip
+        self.no_repeat_ngram = no_repeat_ngram
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.cache_implementation = cache_implementation
         self.do_sample, self.temperature, self.max_prompt_tokens = do_sample, temperature, max_prompt_tokens
@@ -248,6 +256,7 @@ class ExperienceModel:
             use_reasoning=self.fmt.use_reasoning,
             structured=structured,
             think_budget=self.think_budget,
+            no_repeat_ngram=self.no_repeat_ngram,
             batch_size=self.batch_size,
             do_sample=self.do_sample,
             temperature=self.temperature,
