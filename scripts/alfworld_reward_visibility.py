@@ -1,0 +1,136 @@
+"""Is an ALFWorld step's win decided by what the experience model's prompt shows?
+
+The prompt shows the instruction, the last ``history_window`` actions and the action (not the earlier
+observations). A rule over exactly those reads the outcome of every step: a ``move`` wins when it puts a
+goal object in a goal receptacle after the task's ``heat`` / ``cool`` / ``clean`` of that object (and, in
+a pick-two task, after a first goal object was placed there and not taken back); in a look-at task
+the step wins after which a goal object is held where the lamp was switched on. Where the rule's verdict differs from the real reward, the deciding
+fact lies outside the window: a model trained on such a step learns to call the win without the evidence.
+
+    python scripts/alfworld_reward_visibility.py --windows 8 50 \\
+        --data artifacts/alfworld/offline_train.jsonl artifacts/alfworld/experience_train.jsonl \\
+               artifacts/alfworld/policy_rollouts_train.jsonl \\
+        --out benchmarks/results/alfworld_reward_visibility.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from dreamgym.provenance import result_meta
+from dreamgym.schema import read_trajectories
+
+_MOVE = re.compile(r"^(?:move|put) (.+?) (?:to|in|on|in/on) (.+)$")
+_NEEDS = ("heat", "cool", "clean")
+
+
+def _kind(name: str) -> str:
+    """``alarmclock`` for ``alarmclock 2``."""
+    return re.sub(r" \d+$", "", name).replace(" ", "")
+
+
+def goal_of(task_id: str) -> tuple[str, str, str]:
+    """``(task_type, object, receptacle or lamp)`` of an ALFWorld task id (its game folder's name)."""
+    task_type, obj, _, recep, *_ = task_id.split("/")[3].split("-")
+    return task_type, obj.lower(), recep.lower()
+
+
+def _taken(action: str) -> str | None:
+    return (
+        action[len("take ") :].split(" from ")[0]
+        if action.startswith("take ") and " from " in action
+        else None
+    )
+
+
+def _lit(obj: str, lamp: str, actions: list[str]) -> bool:
+    """After ``actions``: a goal object is held at the place where a goal lamp was switched on."""
+    held = here = lamp_at = None
+    for a in actions:
+        if (o := _taken(a)) is not None and _kind(o) == obj:
+            held = o
+        elif (m := _MOVE.match(a)) and m.group(1) == held:
+            held = None
+        elif a.startswith("go to "):
+            here = a[len("go to ") :]
+        elif a.startswith("use ") and _kind(a[4:]) == lamp:
+            lamp_at = here
+    return held is not None and lamp_at is not None and here == lamp_at
+
+
+def visible_win(task_type: str, obj: str, recep: str, shown: list[str], action: str) -> bool:
+    """Whether ``action`` wins by the facts in ``shown`` (the prompt's actions, oldest first)."""
+    if task_type == "look_at_obj_in_light":  # a goal object held where the lamp was switched on
+        return _lit(obj, recep, [*shown, action]) and not _lit(obj, recep, shown)
+    m = _MOVE.match(action)
+    if not m or _kind(m.group(1)) != obj or _kind(m.group(2)) != recep:
+        return False
+    need = next((v for v in _NEEDS if f"_{v}_" in f"_{task_type}_"), None)
+    if need and not any(a.startswith(f"{need} {m.group(1)} with ") for a in shown):
+        return False
+    if task_type == "pick_two_obj_and_place":
+        placed: set[str] = set()
+        for a in shown:
+            if (mm := _MOVE.match(a)) and _kind(mm.group(1)) == obj and _kind(mm.group(2)) == recep:
+                placed.add(mm.group(1))
+            elif (o := _taken(a)) is not None and _kind(a.split(" from ", 1)[1]) == recep:
+                placed.discard(o)
+        return bool(placed - {m.group(1)})
+    return True
+
+
+def measure(path: str, window: int) -> dict:
+    """Per file and window: the wins, and the steps whose rule verdict differs from the real reward."""
+    counts: Counter = Counter()
+    for traj in read_trajectories(path):
+        task_type, obj, recep = goal_of(traj.task_id)
+        actions: list[str] = []
+        for t in traj.transitions:
+            shown = actions[-window:] if window else []
+            rule, real = visible_win(task_type, obj, recep, shown, t.action), t.reward >= 1.0
+            verb = t.action.split(" ", 1)[0]
+            counts["steps"] += 1
+            counts["wins"] += real
+            if rule != real:
+                counts[
+                    f"{verb if verb in ('move', 'use') else 'other'}_{'win_hidden' if real else 'false_win'}"
+                ] += 1
+            actions.append(t.action)
+    out = dict(counts)
+    out["differ"] = sum(v for k, v in counts.items() if k not in ("steps", "wins"))
+    out["wins_hidden_share"] = round(
+        sum(v for k, v in counts.items() if k.endswith("win_hidden")) / max(counts["wins"], 1), 4
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", nargs="+", required=True, help="ALFWorld trajectory JSONL files")
+    ap.add_argument("--windows", nargs="+", type=int, default=[8, 50], help="history windows (actions shown)")
+    ap.add_argument("--out", default="benchmarks/results/alfworld_reward_visibility.json")
+    args = ap.parse_args(argv)
+    result = {
+        "_meta": {
+            **result_meta("scripts/alfworld_reward_visibility.py", argv),
+            "what": __doc__.split("\n\n")[1].replace("\n", " "),
+        },
+        "rows": [
+            {"file": Path(f).name, "history_window": w, **measure(f, w)}
+            for f in args.data
+            for w in args.windows
+        ],
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    for row in result["rows"]:
+        print(row)
+    return result
+
+
+if __name__ == "__main__":
+    main()
