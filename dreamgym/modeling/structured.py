@@ -153,16 +153,7 @@ class OutcomeGrammar(LogitsProcessor):
 
     def _start(self, batch: int) -> None:
         self.rows = [
-            {
-                "phase": "start",
-                "queue": [],
-                "think": 0,
-                "score": 0,
-                "cut": False,
-                "slot": None,
-                "row": r,
-                "from": None,
-            }
+            {"phase": "start", "queue": [], "think": 0, "score": 0, "cut": False, "slot": None, "row": r}
             for r in range(batch)
         ]
         self.forced_close = [False] * batch
@@ -198,7 +189,7 @@ class OutcomeGrammar(LogitsProcessor):
     def _force(self, row: dict, text: str, phase: str) -> int:
         row["queue"] = self._enc(text)
         row["phase"] = phase
-        row["from"], row["indexed"] = None, 0  # the phase's own text starts after the forced tokens
+        row["from"] = None  # the phase's own text starts after the forced tokens (its first free step)
         return row["queue"].pop(0)
 
     def _repeats(self, row: dict, generated: torch.Tensor) -> list[int]:
@@ -208,13 +199,18 @@ class OutcomeGrammar(LogitsProcessor):
         if n < 2:
             return []
         if row["from"] is None:
-            row["from"], row["grams"] = len(generated), {}
+            row["from"], row["grams"], row["indexed"] = len(generated), {}, 0
         own = generated[row["from"] :].tolist()
         grams = row["grams"]
-        for end in range(max(n, row.get("indexed", 0) + 1), len(own) + 1):  # n-grams ending since last time
+        for end in range(max(n, row["indexed"] + 1), len(own) + 1):  # n-grams ending since last time
             grams.setdefault(tuple(own[end - n : end - 1]), set()).add(own[end - 1])
         row["indexed"] = len(own)
         return sorted(grams.get(tuple(own[len(own) - n + 1 :]), ())) if len(own) >= n - 1 else []
+
+    def _text_bans(self, row: dict, phase: str, text: str, generated: torch.Tensor) -> _Ban:
+        """A free phase's bans: other sections' markers, and the phase's own repeated n-grams."""
+        bans, repeats = self._free_bans(phase, text), self._repeats(row, generated)
+        return _Ban([*bans, *repeats]) if repeats else bans
 
     def _choose(
         self, row: dict, cands: list[list[int]], then: str, generated: torch.Tensor, used: int
@@ -277,13 +273,13 @@ class OutcomeGrammar(LogitsProcessor):
                 if row["think"] > self.think_budget or remaining <= self.reserve + self.think_close:
                     row["cut"] = True
                     return self._force(row, " </think>\n<next>\n", "next")
-                return _Ban([*self._free_bans(phase, text), *self._repeats(row, generated)])
+                return self._text_bans(row, phase, text, generated)
             if text.endswith("</next>"):
                 return self._force(row, "\n<reward>", "reward")
             if remaining <= self.reserve:
                 row["cut"] = True
                 return self._force(row, "\n</next>\n<reward>", "reward")
-            bans = _Ban([*self._free_bans(phase, text), *self._repeats(row, generated)])
+            bans = self._text_bans(row, phase, text, generated)
             if text.endswith("\n"):  # a state line starts: no blank lines (the state is never empty)
                 bans = _Ban([*bans, *self.blank_ids])
             if text.endswith("<next>\n"):  # the state's first token: it may not close the state at once
