@@ -17,20 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
+from dreamgym.envs.alfworld.searcher import move_parts, object_kind, take_parts, transformation
 from dreamgym.provenance import result_meta
 from dreamgym.schema import read_trajectories
-
-_MOVE = re.compile(r"^(?:move|put) (.+?) (?:to|in|on|in/on) (.+)$")
-_NEEDS = ("heat", "cool", "clean")
-
-
-def _kind(name: str) -> str:
-    """``alarmclock`` for ``alarmclock 2``."""
-    return re.sub(r" \d+$", "", name).replace(" ", "")
 
 
 def goal_of(task_id: str) -> tuple[str, str, str]:
@@ -39,25 +31,17 @@ def goal_of(task_id: str) -> tuple[str, str, str]:
     return task_type, obj.lower(), recep.lower()
 
 
-def _taken(action: str) -> str | None:
-    return (
-        action[len("take ") :].split(" from ")[0]
-        if action.startswith("take ") and " from " in action
-        else None
-    )
-
-
 def _lit(obj: str, lamp: str, actions: list[str]) -> bool:
     """After ``actions``: a goal object is held at the place where a goal lamp was switched on."""
     held = here = lamp_at = None
     for a in actions:
-        if (o := _taken(a)) is not None and _kind(o) == obj:
-            held = o
-        elif (m := _MOVE.match(a)) and m.group(1) == held:
+        if (took := take_parts(a)) is not None and object_kind(took[0]) == obj:
+            held = took[0]
+        elif (moved := move_parts(a)) and moved[0] == held:
             held = None
         elif a.startswith("go to "):
             here = a[len("go to ") :]
-        elif a.startswith("use ") and _kind(a[4:]) == lamp:
+        elif a.startswith("use ") and object_kind(a[4:]) == lamp:
             lamp_at = here
     return held is not None and lamp_at is not None and here == lamp_at
 
@@ -66,20 +50,20 @@ def visible_win(task_type: str, obj: str, recep: str, shown: list[str], action: 
     """Whether ``action`` wins by the facts in ``shown`` (the prompt's actions, oldest first)."""
     if task_type == "look_at_obj_in_light":  # a goal object held where the lamp was switched on
         return _lit(obj, recep, [*shown, action]) and not _lit(obj, recep, shown)
-    m = _MOVE.match(action)
-    if not m or _kind(m.group(1)) != obj or _kind(m.group(2)) != recep:
+    moved = move_parts(action)
+    if not moved or object_kind(moved[0]) != obj or object_kind(moved[1]) != recep:
         return False
-    need = next((v for v in _NEEDS if f"_{v}_" in f"_{task_type}_"), None)
-    if need and not any(a.startswith(f"{need} {m.group(1)} with ") for a in shown):
+    need = transformation(task_type)
+    if need and not any(a.startswith(f"{need} {moved[0]} with ") for a in shown):
         return False
     if task_type == "pick_two_obj_and_place":
         placed: set[str] = set()
         for a in shown:
-            if (mm := _MOVE.match(a)) and _kind(mm.group(1)) == obj and _kind(mm.group(2)) == recep:
-                placed.add(mm.group(1))
-            elif (o := _taken(a)) is not None and _kind(a.split(" from ", 1)[1]) == recep:
-                placed.discard(o)
-        return bool(placed - {m.group(1)})
+            if (m := move_parts(a)) and object_kind(m[0]) == obj and object_kind(m[1]) == recep:
+                placed.add(m[0])
+            elif (took := take_parts(a)) is not None and object_kind(took[1]) == recep:
+                placed.discard(took[0])
+        return bool(placed - {moved[0]})
     return True
 
 

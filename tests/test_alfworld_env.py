@@ -274,7 +274,7 @@ def test_collect_alfworld(small_manifest, tmp_path):
 
 @pytest.mark.parametrize("mode", ["wrong_place", "skip_step", "wrong_object"])
 def test_near_miss_commits_its_mistake_without_reward_then_searches_on(env, mode):
-    from dreamgym.envs.alfworld.searcher import _MOVE, ALFWorldNearMiss, _kind
+    from dreamgym.envs.alfworld.searcher import ALFWorldNearMiss, move_parts, object_kind
 
     for first in (0, 2, 4):
         agents = [ALFWorldNearMiss(modes=(mode,), seed=i) for i in range(2)]
@@ -293,12 +293,12 @@ def test_near_miss_commits_its_mistake_without_reward_then_searches_on(env, mode
         assert all(mistakes), (mode, first)
         for (action, reward, info), agent in zip(mistakes, agents, strict=True):
             targets = {"recep": "", **{k: v.lower() for k, v in info["targets"].items()}}
-            obj, recep = _MOVE.match(action).groups()
+            obj, recep = move_parts(action)
             assert reward == 0.0, (mode, action)
             if agent.mode == "wrong_place":
-                assert _kind(obj) == targets["obj"] and _kind(recep) != targets["recep"]
+                assert object_kind(obj) == targets["obj"] and object_kind(recep) != targets["recep"]
             elif agent.mode == "skip_step":
-                assert _kind(obj) == targets["obj"] and _kind(recep) == targets["recep"]
+                assert object_kind(obj) == targets["obj"] and object_kind(recep) == targets["recep"]
             else:
-                assert _kind(obj) != targets["obj"] and _kind(recep) == targets["recep"]
+                assert object_kind(obj) != targets["obj"] and object_kind(recep) == targets["recep"]
         assert any(won), (mode, first)  # it searches on after the mistake

@@ -35,15 +35,30 @@ __all__ = [
     "NEAR_MISS_MODES",
     "make_alfworld_searcher",
     "make_alfworld_near_miss",
+    "object_kind",
+    "move_parts",
+    "take_parts",
+    "transformation",
 ]
 
 _APPLIANCE = {"clean": "sinkbasin", "heat": "microwave", "cool": "fridge"}
 _MOVE = re.compile(r"^(?:move|put) (.+?) (?:to|in|on|in/on) (.+)$")
 
 
-def _kind(name: str) -> str:
+def object_kind(name: str) -> str:
     """``alarmclock`` for ``alarmclock 2``."""
     return _order(name)[0]
+
+
+def move_parts(command: str) -> tuple[str, str] | None:
+    """``(object, receptacle)`` of a ``move X to Y`` (or ``put X in/on Y``) command, else None."""
+    m = _MOVE.match(command)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def transformation(task_type: str) -> str | None:
+    """The ``clean`` / ``heat`` / ``cool`` a task type asks for, else None."""
+    return next((v for v in _APPLIANCE if f"_{v}_" in f"_{task_type}_"), None)
 
 
 def _goes(admissible: list[str]) -> list[str]:
@@ -53,10 +68,10 @@ def _goes(admissible: list[str]) -> list[str]:
 
 def _go_to(goes: list[str], kind: str) -> str | None:
     """``go to`` the first of ``goes`` of this kind (None: none admissible)."""
-    return next((f"go to {r}" for r in goes if _kind(r) == kind), None)
+    return next((f"go to {r}" for r in goes if object_kind(r) == kind), None)
 
 
-def _take(command: str) -> tuple[str, str] | None:
+def take_parts(command: str) -> tuple[str, str] | None:
     """``(object, receptacle)`` of a ``take X from Y`` command, else None."""
     if not (command.startswith("take ") and " from " in command):
         return None
@@ -73,27 +88,36 @@ class ALFWorldSearcher(Agent):
         admissible = list(info.get("admissible_commands") or getattr(obs, "available_actions", []) or [])
         here = info.get("location")
         obj, recep, lamp = targets.get("obj", ""), targets.get("recep", ""), targets.get("toggle", "")
-        need = next((v for v in _APPLIANCE if f"_{v}_" in f"_{task}_"), None)
-        held = [o for o in info.get("holding") or [] if _kind(o) == obj]
+        need = transformation(task)
+        held = [o for o in info.get("holding") or [] if object_kind(o) == obj]
         goes = _goes(admissible)
 
         if held:
             o = held[0]
             if lamp:
-                use = next((c for c in admissible if c.startswith("use ") and _kind(c[4:]) == lamp), None)
+                use = next(
+                    (c for c in admissible if c.startswith("use ") and object_kind(c[4:]) == lamp), None
+                )
                 return use or self._next(here, goes, admissible)
             last = info.get("command") or ""
             verb = next((c for c in admissible if need and c.startswith(f"{need} {o} with ")), None)
             if need and last.startswith("take "):  # just picked up: transform it first
                 return verb or _go_to(goes, _APPLIANCE[need]) or self._next(here, goes, admissible)
-            if need and here is not None and _kind(here) == _APPLIANCE[need] and not last.startswith(need):
+            if (
+                need
+                and here is not None
+                and object_kind(here) == _APPLIANCE[need]
+                and not last.startswith(need)
+            ):
                 if verb or f"open {here}" in admissible:
                     return verb or f"open {here}"
             return self._deliver(o, recep, here, goes, admissible)
         for c in admissible:
-            if (took := _take(c)) is not None:
+            if (took := take_parts(c)) is not None:
                 what, where = took
-                if _kind(what) == obj and not (task == "pick_two_obj_and_place" and _kind(where) == recep):
+                if object_kind(what) == obj and not (
+                    task == "pick_two_obj_and_place" and object_kind(where) == recep
+                ):
                     return c
         if here is not None and f"open {here}" in admissible:
             return f"open {here}"
@@ -104,9 +128,9 @@ class ALFWorldSearcher(Agent):
         when closed, else go to one (or on to the next receptacle)."""
         for c in admissible:
             m = _MOVE.match(c)
-            if m and m.group(1) == o and _kind(m.group(2)) == recep:
+            if m and m.group(1) == o and object_kind(m.group(2)) == recep:
                 return c
-        if here is not None and _kind(here) == recep and f"open {here}" in admissible:
+        if here is not None and object_kind(here) == recep and f"open {here}" in admissible:
             return f"open {here}"
         return _go_to(goes, recep) or self._next(here, goes, admissible)
 
@@ -183,7 +207,7 @@ class ALFWorldNearMiss(ALFWorldSearcher):
         task = info.get("task_type") or ""
         admissible = list(info.get("admissible_commands") or getattr(obs, "available_actions", []) or [])
         holding = list(info.get("holding") or [])
-        if (self.mode == "skip_step" and not any(f"_{v}_" in f"_{task}_" for v in _APPLIANCE)) or (
+        if (self.mode == "skip_step" and transformation(task) is None) or (
             self.mode == "wrong_object" and not recep  # a look-at task places nothing
         ):
             self.mode = "wrong_place"
@@ -193,13 +217,13 @@ class ALFWorldNearMiss(ALFWorldSearcher):
             action = super().act(obs, {**info, "task_type": "pick_and_place_simple"})
         else:
             action = super().act(obs, info)
-            held = [o for o in holding if _kind(o) == obj]
+            held = [o for o in holding if object_kind(o) == obj]
             wrong = [c for c in admissible if held and (m := _MOVE.match(c)) and m.group(1) == held[0]
-                     and _kind(m.group(2)) != recep]  # fmt: skip
+                     and object_kind(m.group(2)) != recep]  # fmt: skip
             if wrong:
                 action = wrong[0]
         m = _MOVE.match(action)
-        self.committed = bool(m and _kind(m.group(1)) == obj)
+        self.committed = bool(m and object_kind(m.group(1)) == obj)
         return action
 
     def _decoy_step(self, obj, recep, holding, admissible, info) -> str | None:
@@ -208,10 +232,12 @@ class ALFWorldNearMiss(ALFWorldSearcher):
         if self.decoy is None:
             if holding:
                 return None
-            takes = [c for c in admissible if (took := _take(c)) is not None and _kind(took[0]) != obj]
+            takes = [
+                c for c in admissible if (took := take_parts(c)) is not None and object_kind(took[0]) != obj
+            ]
             if not takes:
                 return None
-            self.decoy = _take(takes[0])[0]
+            self.decoy = take_parts(takes[0])[0]
             return takes[0]
         here, goes = info.get("location"), _goes(admissible)
         action = self._deliver(self.decoy, recep, here, goes, admissible)
