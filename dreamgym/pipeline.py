@@ -193,7 +193,8 @@ def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:
 
 
 def _train_episodes(cfg: PipelineConfig, name: str, mix: dict[str, int], seed: int, teacher: bool) -> Path:
-    """``name`` under ``out_dir``: the scripted ``mix`` on TRAIN tasks (written whole or not at all)."""
+    """``name`` under ``out_dir``: the scripted ``mix`` (no zero counts) on TRAIN tasks (written whole or not
+    at all)."""
     out = cfg.out_dir / name
     if out.exists():
         return out
@@ -202,7 +203,7 @@ def _train_episodes(cfg: PipelineConfig, name: str, mix: dict[str, int], seed: i
     tmp = out.with_suffix(".jsonl.tmp")
     tmp.unlink(missing_ok=True)
     collect_trajectories(cfg.env, "train", 0, 0, out=tmp, seed=seed, teacher=teacher, batch_size=32,
-                         progress=True, mix={k: v for k, v in mix.items() if v})  # fmt: skip
+                         progress=True, mix=mix)  # fmt: skip
     tmp.rename(out)
     return out
 

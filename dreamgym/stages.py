@@ -512,7 +512,7 @@ class PipelineConfig:
         self.time_budget_minutes, self.time_reserve_minutes = time_budget_minutes, time_reserve_minutes
         self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
         self.judge_config, self.judge_args = judge_config, list(judge_args or [])
-        self.judge_episodes = dict(judge_episodes or {})
+        self.judge_episodes = {k: v for k, v in (judge_episodes or {}).items() if v}
         self.experience_episodes = {k: v for k, v in (experience_episodes or {}).items() if v}
         if dagger_tasks < 0 or dagger_rounds < 1:
             raise ValueError(
