@@ -28,7 +28,8 @@ tasks, each state labelled by the scripted agent it clones) and ``policy_dagger/
 further on the offline data plus every round's labels; rounds after the first add ``2``, ``3``, ... to
 both names); the last is the warm start of every later stage.
 
-With ``judge_config`` (off by default), between stages 6 and 7: ``judge_purchases_train.jsonl`` (the
+With ``judge_config`` (off by default), the last shared stages (``prepare``, so a benchmark suite gets
+them too), between stages 6 and 7: ``judge_purchases_train.jsonl`` (the
 scripted agents' ``judge_episodes`` on TRAIN tasks) and the reward judge trained on their purchases, the
 offline data's and the on-policy rollouts' (``judge_config``, e.g. configs/webshop_reward_judge.yaml),
 saved as ``<simulator>/judge`` where the experience model RL uses loads it (``reward: judge``).
@@ -109,7 +110,9 @@ class Prepared:
     ``simulator`` is the experience model RL uses: the on-policy continuation when stage 5 runs, else
     ``experience``; ``rollouts`` (the warm start's train-task episodes) is None without stage 5;
     ``warm_episodes`` are the warm start's held-out test episodes; ``experience_episodes`` the experience
-    model's own extra train episodes (None without ``experience_episodes``).
+    model's own extra train episodes (None without ``experience_episodes``); ``judge`` the reward judge
+    saved as ``<simulator>/judge`` and ``judge_purchases`` its own train episodes (both None without
+    ``judge_config``).
     """
 
     train: Path
@@ -121,6 +124,8 @@ class Prepared:
     simulator: Path
     warm_episodes: Path
     experience_episodes: Path | None = None
+    judge: Path | None = None
+    judge_purchases: Path | None = None
 
 
 def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path | None) -> list[str]:
@@ -133,7 +138,7 @@ def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path |
 
 def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None) -> Prepared:
     """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
-    held-out evaluation; each skipped when its output exists. With a ``budget``, its fit stages get their
+    held-out evaluation, then the reward judge's purchases and fit where ``judge_config`` asks; each skipped when its output exists. With a ``budget``, its fit stages get their
     ``max_time`` from it."""
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     d = cfg.out_dir
@@ -184,8 +189,16 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, d / "policy_sft_test_episodes.jsonl",
         _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
+    judge = purchases = None
+    if cfg.judge_config is not None:
+        purchases = stage("collect_judge", judge_purchases_stage, cfg)
+        judge = stage(
+            "reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, train, rollouts, test, purchases),
+            sim / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget,
+        )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
-                    simulator=sim, warm_episodes=warm, experience_episodes=extra)  # fmt: skip
+                    simulator=sim, warm_episodes=warm, experience_episodes=extra, judge=judge,
+                    judge_purchases=purchases)  # fmt: skip
 
 
 def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:
@@ -222,12 +235,14 @@ def experience_episodes_stage(cfg: PipelineConfig) -> Path:
     return _train_episodes(cfg, "experience_train.jsonl", cfg.experience_episodes, cfg.seed + 2, teacher=True)
 
 
-def judge_fit_args(cfg: PipelineConfig, p: Prepared, purchases: Path) -> list[str]:
+def judge_fit_args(
+    cfg: PipelineConfig, train: Path, rollouts: Path | None, test: Path, purchases: Path
+) -> list[str]:
     """CLI overrides of the judge's fit: its purchases + the offline data + the on-policy rollouts (train
     tasks), validation on the offline test file, then ``judge_args``."""
-    files = [purchases, p.train] + ([p.rollouts] if p.rollouts is not None else [])
+    files = [purchases, train] + ([rollouts] if rollouts is not None else [])
     return [f"--data.init_args.train_files=[{','.join(str(f) for f in files)}]",
-            f"--data.init_args.val_files=[{p.test}]", *cfg.judge_args]  # fmt: skip
+            f"--data.init_args.val_files=[{test}]", *cfg.judge_args]  # fmt: skip
 
 
 def run_pipeline(cfg: PipelineConfig) -> dict:
@@ -240,10 +255,6 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     print(f"[pipeline] precision {auto_precision()} (chosen for this device; a config's trainer.precision wins); "
           f"time budget: {'none' if budget is None else budget.plan()}", flush=True)  # fmt: skip
     p = prepare(cfg, stage, budget)
-    if cfg.judge_config is not None:
-        purchases = stage("collect_judge", judge_purchases_stage, cfg)
-        stage("reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, p, purchases),
-              p.simulator / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget)  # fmt: skip
     exp, sft, sim = p.experience, p.policy_sft, p.simulator
     episodes = {"policy_sft": p.warm_episodes, "policy_rl": d / "policy_rl_test_episodes.jsonl"}
     if cfg.onpolicy_tasks > 0:

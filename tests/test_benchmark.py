@@ -13,6 +13,7 @@ from dreamgym.benchmark.suite import (
     ExperienceVariant,
     SuiteConfig,
     check_same_shared_stages,
+    uses_judge,
     load_results,
     parse_suite_config,
     run_suite,
@@ -156,6 +157,26 @@ def test_a_new_simulator_keeps_records_that_never_simulated(tmp_path):
         check_same_shared_stages(cfg, stored, shared, warm)
 
 
+def test_a_new_reward_judge_refuses_only_where_a_record_was_rewarded_by_the_old_one(tmp_path):
+    judge_args = ['--model.init_args.schedule.init_args.env.init_args.kwargs={"write_back": true, "reward": "judge"}']
+    assert uses_judge(judge_args) and uses_judge(["--x.kwargs={reward: judge}"])
+    assert not uses_judge(['--x.kwargs={"reward": "generated"}', "--judge_config=j.yaml"])
+    cfg = _suite(tmp_path, arms=[Arm("warm_start"), Arm("dream", "y.yaml"), Arm("judged", "y.yaml", judge_args)])
+    warm = {**_rec("warm_start", 0, "10"), "synthetic_transitions": 0}
+    sha = {"warm_start": "w" * 64, "simulator": "s" * 64}
+    shared = {"pipeline_out_dir": "out", "weights_sha256": {**sha, "judge": "n" * 64}}
+    stored = {
+        "shared": {"commit": "abc", "weights_sha256": {**sha, "judge": "o" * 64}},
+        "runs": {"warm_start/s0": warm, "dream/s0": {**_rec("dream", 0, "01"), "args": []}},
+    }
+    check_same_shared_stages(cfg, stored, shared, warm)  # the simulating record used the generated reward
+    stored["runs"]["judged/s0"] = {**_rec("judged", 0, "01"), "args": judge_args}
+    with pytest.raises(ValueError, match="its judge weights had SHA-256 oooooooooooo"):
+        check_same_shared_stages(cfg, stored, shared, warm)
+    stored["shared"]["weights_sha256"]["judge"] = None  # stored before judges were hashed: not compared
+    check_same_shared_stages(cfg, stored, shared, warm)
+
+
 def test_bundled_suite_config_parses(tmp_path):
     cfg, flags = parse_suite_config(["--config", "configs/benchmark_webshop.yaml"])
     assert [a.name for a in cfg.arms][:4] == ["warm_start", "real_grpo", "dreamgym_grpo", "dreamgym_s2r_grpo"]
@@ -286,7 +307,8 @@ def test_tiny_suite_end_to_end_and_resumable(tmp_path):
     assert (
         again["runs"] == runs and (tmp_path / "out" / "real_grpo" / "s0" / "policy").stat().st_mtime == stamp
     )
-    assert all(len(sha) == 64 for sha in again["shared"]["weights_sha256"].values())
+    shas = again["shared"]["weights_sha256"]
+    assert len(shas["warm_start"]) == len(shas["simulator"]) == 64 and shas["judge"] is None  # no judge stage
     # records of another warm start (a rebuild, another session): refused, the results file untouched
     res = tmp_path / "res.json"
     other = json.loads(res.read_text())

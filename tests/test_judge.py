@@ -245,7 +245,7 @@ def test_from_checkpoint_loads_the_judge_and_checks_the_switch(tmp_path):
 def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_them(tmp_path):
     from pathlib import Path
 
-    from dreamgym.pipeline import PipelineConfig, Prepared, judge_fit_args, judge_purchases_stage
+    from dreamgym.pipeline import PipelineConfig, judge_fit_args, judge_purchases_stage
     from dreamgym.schema import read_trajectories
 
     with pytest.raises(ValueError, match="judge_config='j.yaml' needs judge_episodes"):
@@ -261,17 +261,7 @@ def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_the
         "near_miss",
     ]
     d = Path(tmp_path)
-    p = Prepared(
-        d / "train.jsonl",
-        d / "test.jsonl",
-        d / "tok",
-        d / "em",
-        d / "sft",
-        d / "roll.jsonl",
-        d / "em_on",
-        d / "w",
-    )
-    assert judge_fit_args(cfg, p, out) == [
+    assert judge_fit_args(cfg, d / "train.jsonl", d / "roll.jsonl", d / "test.jsonl", out) == [
         f"--data.init_args.train_files=[{out},{d / 'train.jsonl'},{d / 'roll.jsonl'}]",
         f"--data.init_args.val_files=[{d / 'test.jsonl'}]",
         "--trainer.max_steps=5",

@@ -210,3 +210,26 @@ def test_the_experience_model_alone_learns_from_its_extra_episodes(tmp_path):
     }
     assert any(str(prep.experience_episodes) in a for a in fits["experience_model"])
     assert not any(str(prep.experience_episodes) in a for a in fits["policy_sft"])
+
+
+def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path):
+    """``judge_config``: ``prepare`` (the pipeline's and a benchmark suite's shared stages) collects the
+    judge's train purchases and fits it into ``<simulator>/judge``; a rerun skips both."""
+    from dreamgym.pipeline import prepare
+    from dreamgym.stages import StageClock
+
+    out = tmp_path / "ws"
+    judge_fit = [f"--trainer.default_root_dir={out}/runs", "--trainer.logger=false", "--trainer.callbacks=[]",
+                 "--trainer.enable_progress_bar=false", "--trainer.enable_checkpointing=false",
+                 "--trainer.max_steps=1", "--trainer.limit_val_batches=0", "--data.init_args.batch_size=2"]  # fmt: skip
+    argv = [*_argv(out), "--onpolicy_tasks=0", "--judge_config=configs/webshop_reward_judge.yaml",
+            '--judge_episodes={"near_miss": 2, "expert": 1}', "--judge_args=" + json.dumps(judge_fit)]  # fmt: skip
+    prep = prepare(parse_pipeline_config(argv), StageClock("test"))
+    assert prep.judge == prep.simulator / "judge" and (prep.judge / "judge.json").exists()
+    assert prep.judge_purchases == out / "judge_purchases_train.jsonl"
+    assert sorted(t.policy for t in read_trajectories(prep.judge_purchases)) == ["expert", "near_miss", "near_miss"]
+    fit = json.loads((out / "runs" / "reward_judge" / "stage.json").read_text())["args"]
+    assert any(str(prep.judge_purchases) in a and str(prep.train) in a for a in fit)
+    stamp = (prep.judge / "judge.json").stat().st_mtime
+    again = prepare(parse_pipeline_config(argv), StageClock("test"))
+    assert again == prep and (prep.judge / "judge.json").stat().st_mtime == stamp

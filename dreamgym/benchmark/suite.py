@@ -418,6 +418,8 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         if uses_simulator
         else 0
     )
+    if uses_simulator and uses_judge(args):  # its rewards come from a judge trained on its own purchases
+        offline += shared.get("judge_train_transitions", 0)
     return {
         "arm": arm.name,
         "seed": seed,
@@ -442,6 +444,15 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         "commit": shared["commit"],
         "dirty": shared["dirty"],
     }
+
+
+_JUDGE_REWARD = re.compile(r"""["']?reward["']?\s*[:=]\s*["']?judge\b""")
+
+
+def uses_judge(args: list[str]) -> bool:
+    """Whether an arm's CLI overrides make the synthetic env reward with the reward judge (``reward:
+    judge`` / ``"reward": "judge"`` in its env kwargs)."""
+    return any(_JUDGE_REWARD.search(a) for a in args)
 
 
 def weights_sha256(model_dir: Path) -> str | None:
@@ -472,10 +483,12 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
         "experience_train_transitions": count_transitions(prep.experience_episodes)
         if prep.experience_episodes
         else 0,
-        # what every record's comparison rests on: the same warm start and simulator
+        "judge_train_transitions": count_transitions(prep.judge_purchases) if prep.judge_purchases else 0,
+        # what every record's comparison rests on: the same warm start and simulator (and its reward judge)
         "weights_sha256": {
             "warm_start": weights_sha256(prep.policy_sft),
             "simulator": weights_sha256(prep.simulator),
+            "judge": weights_sha256(prep.judge) if prep.judge is not None else None,
         },
         **meta,
     }
@@ -485,7 +498,8 @@ def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm:
     """Refuse to add records to ``stored`` (the results on disk) when the shared stages just prepared are
     not the ones its records were measured from: another warm start's held-out outcomes, or other weights
     (``shared["weights_sha256"]``, where the stored results have them; the simulator's only while a record
-    played synthetic steps, so a retrained experience model keeps the real-env and warm-start records).
+    played synthetic steps, so a retrained experience model keeps the real-env and warm-start records; the
+    reward judge's only while such a record was rewarded by it).
     Rebuilt artifacts (a new session, another commit, another precision) would otherwise mix two warm
     starts in one table."""
     problems = []
@@ -502,11 +516,13 @@ def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm:
                 f"{warm['successes'].count('1')} of {len(warm['successes'])} ({differ} tasks differ)"
             )
             break
-    simulated = any(rec.get("synthetic_transitions", 0) > 0 for rec in stored.get("runs", {}).values())
+    runs = stored.get("runs", {}).values()
+    simulated = any(rec.get("synthetic_transitions", 0) > 0 for rec in runs)
+    judged = any(rec.get("synthetic_transitions", 0) > 0 and uses_judge(rec.get("args", [])) for rec in runs)
     for name, sha in (stored.get("shared", {}).get("weights_sha256") or {}).items():
         now = shared["weights_sha256"].get(name)
-        if name == "simulator" and not simulated:
-            continue  # no record on file played a synthetic step: none was measured from the simulator
+        if (name == "simulator" and not simulated) or (name == "judge" and not judged):
+            continue  # no record on file played a synthetic step (with the judge's rewards): none was measured from it
         if sha is not None and now != sha:
             problems.append(f"its {name} weights had SHA-256 {sha[:12]}, the ones on disk {str(now)[:12]}")
     if problems:
