@@ -13,10 +13,10 @@ from dreamgym.benchmark.suite import (
     ExperienceVariant,
     SuiteConfig,
     check_same_shared_stages,
-    uses_judge,
     load_results,
     parse_suite_config,
     run_suite,
+    uses_judge,
 )
 
 
@@ -158,10 +158,14 @@ def test_a_new_simulator_keeps_records_that_never_simulated(tmp_path):
 
 
 def test_a_new_reward_judge_refuses_only_where_a_record_was_rewarded_by_the_old_one(tmp_path):
-    judge_args = ['--model.init_args.schedule.init_args.env.init_args.kwargs={"write_back": true, "reward": "judge"}']
+    judge_args = [
+        '--model.init_args.schedule.init_args.env.init_args.kwargs={"write_back": true, "reward": "judge"}'
+    ]
     assert uses_judge(judge_args) and uses_judge(["--x.kwargs={reward: judge}"])
     assert not uses_judge(['--x.kwargs={"reward": "generated"}', "--judge_config=j.yaml"])
-    cfg = _suite(tmp_path, arms=[Arm("warm_start"), Arm("dream", "y.yaml"), Arm("judged", "y.yaml", judge_args)])
+    cfg = _suite(
+        tmp_path, arms=[Arm("warm_start"), Arm("dream", "y.yaml"), Arm("judged", "y.yaml", judge_args)]
+    )
     warm = {**_rec("warm_start", 0, "10"), "synthetic_transitions": 0}
     sha = {"warm_start": "w" * 64, "simulator": "s" * 64}
     shared = {"pipeline_out_dir": "out", "weights_sha256": {**sha, "judge": "n" * 64}}

@@ -227,7 +227,11 @@ def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path)
     prep = prepare(parse_pipeline_config(argv), StageClock("test"))
     assert prep.judge == prep.simulator / "judge" and (prep.judge / "judge.json").exists()
     assert prep.judge_purchases == out / "judge_purchases_train.jsonl"
-    assert sorted(t.policy for t in read_trajectories(prep.judge_purchases)) == ["expert", "near_miss", "near_miss"]
+    assert sorted(t.policy for t in read_trajectories(prep.judge_purchases)) == [
+        "expert",
+        "near_miss",
+        "near_miss",
+    ]
     fit = json.loads((out / "runs" / "reward_judge" / "stage.json").read_text())["args"]
     assert any(str(prep.judge_purchases) in a and str(prep.train) in a for a in fit)
     stamp = (prep.judge / "judge.json").stat().st_mtime
