@@ -92,6 +92,31 @@ def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
         PolicyFormat.load(tmp_path)
 
 
+def test_untaken_lists_the_places_no_earlier_step_went_to_in_natural_order(tmp_path):
+    acts = ["go to cabinet 10", "go to cabinet 2", "go to bed 1", "look", "open cabinet 2"]
+    history = [
+        ("You are in the middle of a room.", "go to cabinet 2"),
+        ("The cabinet 2 is closed.", "open cabinet 2"),
+    ]
+    assert PolicyFormat.not_taken("go to ", acts, history) == ["go to bed 1", "go to cabinet 10"]
+    assert PolicyFormat.not_taken("go to ", acts, []) == [
+        "go to bed 1",
+        "go to cabinet 2",
+        "go to cabinet 10",
+    ]
+    fmt = PolicyFormat(history_window=1, untaken="go to")  # a YAML value loses its trailing space: same list
+    prompt = fmt.prompt("put a mug in desk", "You open the cabinet 2.", acts, history)
+    assert prompt.endswith(
+        "open cabinet 2\nNot taken yet (go to ...):\ngo to bed 1\ngo to cabinet 10\nAction:"
+    )
+    assert (
+        "[1] action: open cabinet 2" in prompt and "go to cabinet 2" not in prompt.split("Not taken yet")[1]
+    )
+    assert "Not taken" not in PolicyFormat(history_window=1).prompt("put a mug in desk", "s", acts, history)
+    fmt.save(tmp_path)
+    assert PolicyFormat.load(tmp_path) == fmt
+
+
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
     from dreamgym.modeling.chat import ChatCodec

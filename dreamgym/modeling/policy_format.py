@@ -15,6 +15,8 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     <a>
     Actions naming the instruction's words:         (only with ``match_instruction``)
     <a>
+    Not taken yet (go to ...):                       (only with ``untaken="go to "``)
+    <a>
     Action:
 
 Response (what the policy is trained to write, then the tokenizer's EOS token)::
@@ -42,6 +44,7 @@ FORMAT_FILE = "policy_format.json"
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 _WORD = re.compile(r"[a-z]+")
+_DIGITS = re.compile(r"(\d+)")
 _FUNCTION_WORDS = frozenset(
     "a an the in on at to of with from and or for into onto some it its is are be this that then".split()
 )
@@ -73,6 +76,10 @@ class PolicyFormat:
             instruction (:meth:`matching`): a small model then sees the decision an episode hinges on
             (ALFWorld's ``take mug 1 from desk 1`` for "put a clean mug in ...") without having to match
             the goal's words against dozens of commands itself. Visible text only.
+        untaken: a command prefix (ALFWorld's ``"go to "``): after the listed actions, list again those
+            with this prefix that no earlier step of the episode took, in natural order ("cabinet 2"
+            before "cabinet 10"; :meth:`not_taken`): the places not visited yet, a memory of the whole
+            episode that a short history window does not hold. "" (default): no such list.
     """
 
     def __init__(
@@ -83,6 +90,7 @@ class PolicyFormat:
         max_actions: int = 30,
         think: bool = False,
         match_instruction: bool = False,
+        untaken: str = "",
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -92,6 +100,7 @@ class PolicyFormat:
         self.max_actions = max_actions
         self.think = think
         self.match_instruction = match_instruction
+        self.untaken = untaken
 
     _FIELDS = (
         "history_window",
@@ -100,6 +109,7 @@ class PolicyFormat:
         "max_actions",
         "think",
         "match_instruction",
+        "untaken",
     )
 
     def to_dict(self) -> dict:
@@ -154,6 +164,9 @@ class PolicyFormat:
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
             lines.extend(self.matching(instruction, self.listed(available_actions)))
+        if self.untaken:
+            lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
+            lines.extend(self.not_taken(self.untaken, self.listed(available_actions), history or []))
         lines.append("Action:")
         return "\n".join(lines)
 
@@ -168,6 +181,14 @@ class PolicyFormat:
         (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine")."""
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
         return [a for a in actions if words & set(_WORD.findall(a.lower()))]
+
+    @staticmethod
+    def not_taken(prefix: str, actions: list[str], history: list[tuple[str, str]]) -> list[str]:
+        """The ``actions`` starting with ``prefix`` that no step of ``history`` took, in natural order
+        (runs of digits compared as numbers)."""
+        taken = {a for _, a in history}
+        fresh = [a for a in actions if a.startswith(prefix) and a not in taken]
+        return sorted(fresh, key=lambda a: [int(p) if p.isdigit() else p for p in _DIGITS.split(a)])
 
     def target(self, action: str, reasoning: str | None = None) -> str:
         """The response text for ``action`` (without EOS); a think block only if ``self.think``."""
