@@ -113,8 +113,12 @@ def test_untaken_lists_the_places_no_earlier_step_went_to_in_natural_order(tmp_p
         "[1] action: open cabinet 2" in prompt and "go to cabinet 2" not in prompt.split("Not taken yet")[1]
     )
     assert "Not taken" not in PolicyFormat(history_window=1).prompt("put a mug in desk", "s", acts, history)
+    first = PolicyFormat(history_window=1, untaken="go to", untaken_limit=1)
+    assert first.prompt("put a mug in desk", "s", acts, history).endswith(
+        "(go to ...):\ngo to bed 1\nAction:"
+    )
     fmt.save(tmp_path)
-    assert PolicyFormat.load(tmp_path) == fmt
+    assert PolicyFormat.load(tmp_path) == fmt != first
 
 
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):

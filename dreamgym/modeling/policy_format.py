@@ -80,6 +80,7 @@ class PolicyFormat:
             with this prefix that no earlier step of the episode took, in natural order ("cabinet 2"
             before "cabinet 10"; :meth:`not_taken`): the places not visited yet, a memory of the whole
             episode that a short history window does not hold. "" (default): no such list.
+        untaken_limit: list at most this many of them, the first in that order (0: all).
     """
 
     def __init__(
@@ -91,6 +92,7 @@ class PolicyFormat:
         think: bool = False,
         match_instruction: bool = False,
         untaken: str = "",
+        untaken_limit: int = 0,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -101,6 +103,7 @@ class PolicyFormat:
         self.think = think
         self.match_instruction = match_instruction
         self.untaken = untaken
+        self.untaken_limit = untaken_limit
 
     _FIELDS = (
         "history_window",
@@ -110,6 +113,7 @@ class PolicyFormat:
         "think",
         "match_instruction",
         "untaken",
+        "untaken_limit",
     )
 
     def to_dict(self) -> dict:
@@ -166,7 +170,8 @@ class PolicyFormat:
             lines.extend(self.matching(instruction, self.listed(available_actions)))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
-            lines.extend(self.not_taken(self.untaken, self.listed(available_actions), history or []))
+            fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
+            lines.extend(fresh[: self.untaken_limit] if self.untaken_limit else fresh)
         lines.append("Action:")
         return "\n".join(lines)
 
