@@ -28,11 +28,11 @@ tasks, each state labelled by the scripted agent it clones) and ``policy_dagger/
 further on the offline data plus every round's labels; rounds after the first add ``2``, ``3``, ... to
 both names); the last is the warm start of every later stage.
 
-With ``judge_config`` (off by default), the last shared stages (``prepare``, so a benchmark suite gets
-them too), between stages 6 and 7: ``judge_purchases_train.jsonl`` (the
-scripted agents' ``judge_episodes`` on TRAIN tasks) and the reward judge trained on their purchases, the
-offline data's and the on-policy rollouts' (``judge_config``, e.g. configs/webshop_reward_judge.yaml),
-saved as ``<simulator>/judge`` where the experience model RL uses loads it (``reward: judge``).
+With ``judge_config`` (off by default), between stages 6 and 7 and still shared stages (``prepare``, so a
+benchmark suite builds them too): ``judge_purchases_train.jsonl`` (the scripted agents' ``judge_episodes``
+on TRAIN tasks) and the reward judge trained on their purchases, the offline data's and the on-policy
+rollouts' (``judge_config``, e.g. configs/webshop_reward_judge.yaml), saved as ``<simulator>/judge`` where
+the experience model RL uses loads it (``reward: judge``).
 
 Why stage 5: expert data holds almost only successful purchases; the paper grounds the experience
 model in fresh interactions, here the warm start's own real episodes on train tasks (never test tasks),
@@ -138,8 +138,8 @@ def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path |
 
 def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None) -> Prepared:
     """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
-    held-out evaluation, then the reward judge's purchases and fit where ``judge_config`` asks; each skipped when its output exists. With a ``budget``, its fit stages get their
-    ``max_time`` from it."""
+    held-out evaluation, then the reward judge's purchases and fit where ``judge_config`` asks; each
+    skipped when its output exists. With a ``budget``, its fit stages get their ``max_time`` from it."""
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     d = cfg.out_dir
     train = stage(
