@@ -84,6 +84,24 @@ def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
         "take pen 2 from desk 1\nActions naming the instruction's words:\ntake mug 1 from desk 1\nAction:"
     )
     assert "naming" not in PolicyFormat(history_window=0).prompt("put a mug in desk", "s", acts)
+    related = {"clean": ["sinkbasin"], "hot": ["microwave"]}
+    sink = ["go to desk 1", "go to sinkbasin 1", "go to microwave 1", "take mug 1 from desk 1"]
+    assert PolicyFormat.matching("put a clean mug in desk", sink, related) == [
+        "go to desk 1",
+        "go to sinkbasin 1",
+        "take mug 1 from desk 1",
+    ]
+    assert PolicyFormat.matching("put a clean mug in desk", sink) == [
+        "go to desk 1",
+        "take mug 1 from desk 1",
+    ]
+    with_related = PolicyFormat(history_window=0, match_instruction=True, related=related)
+    assert "words:\ngo to desk 1\ngo to sinkbasin 1\n" in with_related.prompt(
+        "put a clean mug in desk", "s", sink
+    )
+    (tmp_path / "r").mkdir()
+    with_related.save(tmp_path / "r")  # the mapping round-trips through policy_format.json
+    assert PolicyFormat.load(tmp_path / "r") == with_related
     fmt.save(tmp_path)
     assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=0)
     saved = tmp_path / "policy_format.json"  # a field this version does not know: named, not a TypeError

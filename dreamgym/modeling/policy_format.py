@@ -81,6 +81,9 @@ class PolicyFormat:
             before "cabinet 10"; :meth:`not_taken`): the places not visited yet, a memory of the whole
             episode that a short history window does not hold. "" (default): no such list.
         untaken_limit: list at most this many of them, the first in that order (0: all).
+        related: words that an instruction word also stands for in ``match_instruction`` (ALFWorld's
+            ``{clean: [sinkbasin], heat: [microwave], hot: [microwave], cool: [fridge]}``: the appliance a
+            transformation needs, named by no word of the instruction); default none.
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class PolicyFormat:
         match_instruction: bool = False,
         untaken: str = "",
         untaken_limit: int = 0,
+        related: dict[str, list[str]] | None = None,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -104,6 +108,7 @@ class PolicyFormat:
         self.match_instruction = match_instruction
         self.untaken = untaken
         self.untaken_limit = untaken_limit
+        self.related = {k: list(v) for k, v in (related or {}).items()}
 
     _FIELDS = (
         "history_window",
@@ -114,6 +119,7 @@ class PolicyFormat:
         "match_instruction",
         "untaken",
         "untaken_limit",
+        "related",
     )
 
     def to_dict(self) -> dict:
@@ -167,7 +173,7 @@ class PolicyFormat:
         lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
-            lines.extend(self.matching(instruction, self.listed(available_actions)))
+            lines.extend(self.matching(instruction, self.listed(available_actions), self.related))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
             fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
@@ -181,10 +187,14 @@ class PolicyFormat:
         return acts[: self.max_actions] if self.max_actions else acts
 
     @staticmethod
-    def matching(instruction: str, actions: list[str]) -> list[str]:
+    def matching(
+        instruction: str, actions: list[str], related: dict[str, list[str]] | None = None
+    ) -> list[str]:
         """The ``actions`` (in order) that share a word with ``instruction``, function words aside
-        (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine")."""
+        (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine"), or a word ``related`` gives
+        one of its words (``{"clean": ["sinkbasin"]}``: ``"go to sinkbasin 1"`` too)."""
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
+        words |= {r for w in words for r in (related or {}).get(w, [])}
         return [a for a in actions if words & set(_WORD.findall(a.lower()))]
 
     @staticmethod
