@@ -127,8 +127,8 @@ class ALFWorldSearcher(Agent):
         """Put the held ``o`` in a ``recep`` receptacle: ``move`` it when admissible, else open the one here
         when closed, else go to one (or on to the next receptacle)."""
         for c in admissible:
-            m = _MOVE.match(c)
-            if m and m.group(1) == o and object_kind(m.group(2)) == recep:
+            m = move_parts(c)
+            if m and m[0] == o and object_kind(m[1]) == recep:
                 return c
         if here is not None and object_kind(here) == recep and f"open {here}" in admissible:
             return f"open {here}"
@@ -218,12 +218,12 @@ class ALFWorldNearMiss(ALFWorldSearcher):
         else:
             action = super().act(obs, info)
             held = [o for o in holding if object_kind(o) == obj]
-            wrong = [c for c in admissible if held and (m := _MOVE.match(c)) and m.group(1) == held[0]
-                     and object_kind(m.group(2)) != recep]  # fmt: skip
+            wrong = [c for c in admissible if held and (m := move_parts(c)) and m[0] == held[0]
+                     and object_kind(m[1]) != recep]  # fmt: skip
             if wrong:
                 action = wrong[0]
-        m = _MOVE.match(action)
-        self.committed = bool(m and object_kind(m.group(1)) == obj)
+        m = move_parts(action)
+        self.committed = bool(m and object_kind(m[0]) == obj)
         return action
 
     def _decoy_step(self, obj, recep, holding, admissible, info) -> str | None:
@@ -241,12 +241,12 @@ class ALFWorldNearMiss(ALFWorldSearcher):
             return takes[0]
         here, goes = info.get("location"), _goes(admissible)
         action = self._deliver(self.decoy, recep, here, goes, admissible)
-        if _MOVE.match(action):
+        if move_parts(action):
             self.committed = True
             return action
         self.carried += 1
         if self.carried > self.patience:  # no goal receptacle admits it (too big): put it down elsewhere
-            drop = [c for c in admissible if (m := _MOVE.match(c)) and m.group(1) == self.decoy]
+            drop = [c for c in admissible if (m := move_parts(c)) and m[0] == self.decoy]
             if drop:
                 self.mode, self.decoy = "wrong_place", None
                 return drop[0]
