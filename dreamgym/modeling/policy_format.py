@@ -3,6 +3,7 @@
 Prompt (``history_window`` most recent steps; states shortened to ``history_state_chars``)::
 
     Instruction: <instruction>
+    Done so far: <a>; <a>                            (only with ``done``)
     Previous steps:
     [1] state: <s_{t-2}>
     [1] action: <a_{t-2}>
@@ -84,6 +85,10 @@ class PolicyFormat:
         related: words that an instruction word also stands for in ``match_instruction`` (ALFWorld's
             ``{clean: [sinkbasin], heat: [microwave], hot: [microwave], cool: [fridge]}``: the appliance a
             transformation needs, named by no word of the instruction); default none.
+        done: command prefixes (ALFWorld's ``[take, clean, heat, cool, use, move]``): the earlier steps of
+            the episode that took such a command, in order, on one ``Done so far:`` line under the
+            instruction (:meth:`done_steps`; "nothing" before the first): whether the mug is already taken
+            and cleaned, which a short history window forgets. Empty (default): no such line.
     """
 
     def __init__(
@@ -97,6 +102,7 @@ class PolicyFormat:
         untaken: str = "",
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
+        done: list[str] | None = None,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -109,6 +115,7 @@ class PolicyFormat:
         self.untaken = untaken
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
+        self.done = list(done or [])
 
     _FIELDS = (
         "history_window",
@@ -120,6 +127,7 @@ class PolicyFormat:
         "untaken",
         "untaken_limit",
         "related",
+        "done",
     )
 
     def to_dict(self) -> dict:
@@ -161,6 +169,8 @@ class PolicyFormat:
     ) -> str:
         """The prompt for state ``observation``; ``history`` lists earlier ``(state, action)`` pairs."""
         lines = [f"Instruction: {instruction}"]
+        if self.done:
+            lines.append(f"Done so far: {'; '.join(self.done_steps(self.done, history or [])) or 'nothing'}")
         recent = (history or [])[-self.history_window :] if self.history_window else []
         if recent:
             lines.append("Previous steps:")
@@ -204,6 +214,13 @@ class PolicyFormat:
         taken = {a for _, a in history}
         fresh = [a for a in actions if a.startswith(prefix) and a not in taken]
         return sorted(fresh, key=lambda a: [int(p) if p.isdigit() else p for p in _DIGITS.split(a)])
+
+    @staticmethod
+    def done_steps(prefixes: list[str], history: list[tuple[str, str]]) -> list[str]:
+        """The actions of ``history`` that start with one of ``prefixes`` (a whole first word: ``"take"``
+        matches ``"take mug 1 from desk 1"``, not ``"takeout"``), in the order they were taken."""
+        heads = tuple(p.strip() + " " for p in prefixes)
+        return [a for _, a in history if a.startswith(heads)]
 
     def target(self, action: str, reasoning: str | None = None) -> str:
         """The response text for ``action`` (without EOS); a think block only if ``self.think``."""
