@@ -50,6 +50,8 @@ def test_arm_summary_and_crossover():
     real = arm_summary([_rec("r", 0, "10000", online=900, fit=200.0)])
     assert crossover_latency(s, real) == pytest.approx((1100 - 200) / 900)
     assert crossover_latency(real, s) is None  # more real steps than the reference: never cheaper
+    resumed = {**_rec("a", 2, "11000", fit=900.0), "fit_interrupted": 1}  # the killed process's CPU is lost
+    assert math.isnan(arm_summary([_rec("a", 0, "10000", fit=1000.0), resumed])["fit_cpu_seconds"][0])
 
 
 def _suite(tmp_path, **kw):

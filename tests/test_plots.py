@@ -2,7 +2,7 @@
 
 import pytest
 
-from dreamgym.plots import main_job_figure, scalar_series, wilson_interval
+from dreamgym.plots import interrupted_spans, main_job_figure, scalar_series, wilson_interval
 
 
 def test_wilson_interval():
@@ -27,3 +27,20 @@ def test_scalars_from_tensorboard_and_the_figure(tmp_path):
     png = main_job_figure(evals, 400, tmp_path / "runs" / "webshop_grpo", tmp_path / "fig.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main_job_figure(evals, 400, None, tmp_path / "fig2.png").exists()  # no RL logs: still a figure
+
+
+def test_interrupted_spans_time_each_killed_process_but_the_newest(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = tmp_path / "tb" / "version_0"
+    for start, last in ((1000, 1400), (2000, 2100), (3000, 3050)):  # three processes, the last one alive
+        w = SummaryWriter(str(run / "tmp"))
+        w.add_scalar("perf/iteration_s", 1.0, 0, walltime=last)
+        w.close()
+        (f,) = (run / "tmp").iterdir()
+        parts = f.name.split(".")
+        parts[3] = str(start)  # the file name's creation time
+        f.rename(run / ".".join(parts))
+        (run / "tmp").rmdir()
+    assert interrupted_spans(tmp_path / "tb") == [400.0, 100.0]
+    assert interrupted_spans(tmp_path / "missing") == []

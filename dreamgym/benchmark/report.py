@@ -29,7 +29,7 @@ SUMMARY_MARKER = "<!-- results:{name}:{end} -->"
 
 
 def _mean_std(xs: list[float]) -> tuple[float, float]:
-    if not xs:
+    if not xs or any(math.isnan(x) for x in xs):  # no records, or a figure one of them lacks
         return math.nan, math.nan
     return statistics.fmean(xs), (
         statistics.stdev(xs) if len(xs) > 1 else math.nan
@@ -46,7 +46,8 @@ def arm_summary(records: list[dict]) -> dict:
         ("audit", lambda r: r["real_transitions"]["audit"]),
         ("synthetic", lambda r: r["synthetic_transitions"]),
         ("fit_seconds", lambda r: r["fit_seconds"]),
-        ("fit_cpu_seconds", lambda r: r["fit_cpu_seconds"]),
+        # a fit resumed after a kill: the killed processes' CPU time is lost with them
+        ("fit_cpu_seconds", lambda r: math.nan if r.get("fit_interrupted") else r["fit_cpu_seconds"]),
     ):
         out[key] = _mean_std([float(get(r)) for r in records])
     out["offline"] = records[0]["real_transitions"]["offline"] if records else 0
@@ -195,6 +196,13 @@ def write_report(cfg, results: dict) -> Path:
         "offline real: transitions of the offline data the arm depends on (the warm start's, plus the "
         "experience model's on-policy and own extra data for arms that simulate).",
     ]
+    resumed = sorted({r["arm"] for r in runs.values() if r.get("fit_interrupted")})
+    if resumed:
+        lines += [
+            "",
+            f"Resumed after a kill: {', '.join(resumed)} (fit s adds the killed processes' wall-clock from "
+            "their event files, stops included; their CPU time is lost, so fit CPU s is n/a).",
+        ]
     if missing:
         lines += ["", f"**Not run yet** (no record): {'; '.join(missing)}."]
     real = summaries.get(real_arm)

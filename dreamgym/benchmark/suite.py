@@ -381,7 +381,7 @@ def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, sta
 def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, shared: dict) -> dict:
     """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record (``shared``:
     the suite's shared record, whose transition counts and commit it reuses)."""
-    from dreamgym.plots import scalar_series
+    from dreamgym.plots import interrupted_spans, scalar_series
 
     out = cfg.out_dir / arm.name / f"s{seed}"
     out.mkdir(parents=True, exist_ok=True)
@@ -405,8 +405,17 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         out / "tb",
     )
     if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
+        # a fit resumed after a kill: the killed processes' wall-clock from their event files (their CPU
+        # time is lost with them; the record says how many there were)
+        earlier = interrupted_spans(out / "tb") if (out / "tb").exists() else []
         timing_file.write_text(
-            json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0})
+            json.dumps(
+                {
+                    "seconds": time.perf_counter() - t0 + sum(earlier),
+                    "cpu_seconds": time.process_time() - c0,
+                    "interrupted_processes": len(earlier),
+                }
+            )
         )
     timing = json.loads(timing_file.read_text())
     t1, c1 = time.perf_counter(), time.process_time()
@@ -432,6 +441,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         "synthetic_transitions": int(_last(series, "data/synthetic_transitions")),
         "fit_seconds": round(timing["seconds"], 1),
         "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
+        **({"fit_interrupted": n} if (n := timing.get("interrupted_processes")) else {}),
         "eval_seconds": round(time.perf_counter() - t1, 1),
         "eval_cpu_seconds": round(time.process_time() - c1, 1),
         "curve": {
