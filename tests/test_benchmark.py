@@ -18,6 +18,7 @@ from dreamgym.benchmark.suite import (
     run_suite,
     uses_judge,
 )
+from dreamgym.pipeline import Prepared
 
 
 def _rec(arm, seed, successes, online=0, fit=100.0, tasks=None):
@@ -52,6 +53,36 @@ def test_arm_summary_and_crossover():
     assert crossover_latency(real, s) is None  # more real steps than the reference: never cheaper
     resumed = {**_rec("a", 2, "11000", fit=900.0), "fit_interrupted": 1}  # the killed process's CPU is lost
     assert math.isnan(arm_summary([_rec("a", 0, "10000", fit=1000.0), resumed])["fit_cpu_seconds"][0])
+
+
+def test_an_ablation_variant_trains_on_the_shared_models_data(tmp_path):
+    """Only its own args differ: the experience model's extra episodes (ALFWorld's near misses) included."""
+    from types import SimpleNamespace
+
+    from dreamgym.benchmark.suite import _variant_model
+
+    fits = []
+
+    def stage(name, fn, config, args, out, key):
+        fits.append(args)
+        return out
+
+    p = {k: tmp_path / k for k in ("train", "test", "tok", "exp", "sft", "roll", "sim", "warm", "near")}
+    prep = Prepared(
+        p["train"], p["test"], p["tok"], p["exp"], p["sft"], p["roll"], p["sim"], p["warm"], p["near"]
+    )
+    pcfg = SimpleNamespace(
+        experience_config="x.yaml", experience_args=["--a"], onpolicy_experience_args=["--b"]
+    )
+    _variant_model(
+        _suite(tmp_path), pcfg, prep, ExperienceVariant("no_retrieval", ["--data.init_args.k=0"]), stage
+    )
+    offline, onpolicy = fits
+    assert (
+        f"--data.init_args.train_files=[{p['train']},{p['near']}]" in offline
+        and offline[-1] == "--data.init_args.k=0"
+    )
+    assert f"--data.init_args.train_files=[{p['train']},{p['near']},{p['roll']}]" in onpolicy
 
 
 def _suite(tmp_path, **kw):

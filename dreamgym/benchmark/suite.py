@@ -361,18 +361,20 @@ def _last(series: dict, tag: str) -> float:
 
 # ---------------------------------------------------------------------------------------------- stages
 def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, stage: StageClock) -> Path:
-    """The variant's experience model: the shared model's fits with ``variant.args`` added."""
+    """The variant's experience model: the shared model's fits, on the same data (its own extra episodes
+    too), with ``variant.args`` added."""
     d = cfg.out_dir / "experience" / variant.name
+    train = [prep.train] + ([prep.experience_episodes] if prep.experience_episodes is not None else [])
     first = stage(
         f"experience_{variant.name}", fit_stage, pcfg.experience_config,
-        [*experience_args(prep.tokenizer, [prep.train], prep.test, None), *pcfg.experience_args, *variant.args],
+        [*experience_args(prep.tokenizer, train, prep.test, None), *pcfg.experience_args, *variant.args],
         d / "offline", "model.init_args.export_dir",
     )  # fmt: skip
     if prep.rollouts is None:
         return first
     return stage(
         f"experience_{variant.name}_onpolicy", fit_stage, pcfg.experience_config,
-        [*experience_args(prep.tokenizer, [prep.train, prep.rollouts], prep.test, first),
+        [*experience_args(prep.tokenizer, [*train, prep.rollouts], prep.test, first),
          *pcfg.onpolicy_experience_args, *variant.args],
         d / "onpolicy", "model.init_args.export_dir",
     )  # fmt: skip
