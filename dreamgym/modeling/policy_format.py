@@ -15,7 +15,8 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     <a>
     <a>
     Actions naming the instruction's words:         (only with ``match_instruction``)
-    <a>
+    <a>                                              (with ``match_by_word``: under a ``<word>:`` line
+                                                      per instruction word, in the instruction's order)
     Not taken yet (go to ...):                       (only with ``untaken="go to "``)
     <a>
     Action:
@@ -85,6 +86,10 @@ class PolicyFormat:
         related: words that an instruction word also stands for in ``match_instruction`` (ALFWorld's
             ``{clean: [sinkbasin], heat: [microwave], hot: [microwave], cool: [fridge]}``: the appliance a
             transformation needs, named by no word of the instruction); default none.
+        match_by_word: ``match_instruction``'s commands under one ``<word>:`` line per instruction word
+            that names any (:meth:`matching_by_word`): ``take vase 2 from countertop 1`` then shows
+            under ``countertop:`` only, ``take apple 1 from countertop 1`` under ``apple:`` too, for
+            "heat some apple and put it in countertop".
         done: command prefixes (ALFWorld's ``[take, clean, heat, cool, use, move]``): the earlier steps of
             the episode that took such a command, in order, on one ``Done so far:`` line under the
             instruction (:meth:`done_steps`; "nothing" before the first): whether the mug is already taken
@@ -102,6 +107,7 @@ class PolicyFormat:
         untaken: str = "",
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
+        match_by_word: bool = False,
         done: list[str] | None = None,
     ):
         if history_window < 0:
@@ -115,6 +121,7 @@ class PolicyFormat:
         self.untaken = untaken
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
+        self.match_by_word = match_by_word
         self.done = list(done or [])
 
     _FIELDS = (
@@ -127,6 +134,7 @@ class PolicyFormat:
         "untaken",
         "untaken_limit",
         "related",
+        "match_by_word",
         "done",
     )
 
@@ -183,7 +191,14 @@ class PolicyFormat:
         lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
-            lines.extend(self.matching(instruction, self.listed(available_actions), self.related))
+            if self.match_by_word:
+                for word, acts in self.matching_by_word(
+                    instruction, self.listed(available_actions), self.related
+                ):
+                    lines.append(f"{word}:")
+                    lines.extend(acts)
+            else:
+                lines.extend(self.matching(instruction, self.listed(available_actions), self.related))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
             fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
@@ -206,6 +221,19 @@ class PolicyFormat:
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
         words |= {r for w in words for r in (related or {}).get(w, [])}
         return [a for a in actions if words & set(_WORD.findall(a.lower()))]
+
+    @staticmethod
+    def matching_by_word(
+        instruction: str, actions: list[str], related: dict[str, list[str]] | None = None
+    ) -> list[tuple[str, list[str]]]:
+        """``(word, actions naming it or a word related to it)`` per instruction word (function words
+        aside, each once, in the instruction's order) that ``actions`` name; :meth:`matching` per word."""
+        words = dict.fromkeys(w for w in _WORD.findall(instruction.lower()) if w not in _FUNCTION_WORDS)
+        named = (
+            (w, [a for a in actions if ({w, *(related or {}).get(w, [])}) & set(_WORD.findall(a.lower()))])
+            for w in words
+        )
+        return [(w, acts) for w, acts in named if acts]
 
     @staticmethod
     def not_taken(prefix: str, actions: list[str], history: list[tuple[str, str]]) -> list[str]:
