@@ -156,32 +156,6 @@ def test_match_by_word_lists_each_instruction_words_commands_under_it(tmp_path):
     assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=0, match_instruction=True)
 
 
-def test_done_line_lists_the_earlier_steps_by_verb_in_order(tmp_path):
-    history = [
-        ("You are in the middle of a room.", "go to countertop 1"),
-        ("On the countertop 1, you see a apple 1.", "take apple 1 from countertop 1"),
-        ("You pick up the apple 1.", "go to sinkbasin 1"),
-        ("You arrive at sinkbasin 1.", "clean apple 1 with sinkbasin 1"),
-        ("You clean the apple 1.", "takeout menu 1"),  # a whole first word only
-    ]
-    verbs = ["take", "clean", "heat"]
-    assert PolicyFormat.done_steps(verbs, history) == [
-        "take apple 1 from countertop 1",
-        "clean apple 1 with sinkbasin 1",
-    ]
-    fmt = PolicyFormat(history_window=1, done=verbs)
-    prompt = fmt.prompt("clean some apple and put it in fridge", "s", ["look"], history)
-    assert prompt.split("\n")[1] == (
-        "Done so far: take apple 1 from countertop 1; clean apple 1 with sinkbasin 1"
-    )
-    assert fmt.prompt("clean some apple", "s", ["look"], []).split("\n")[1] == "Done so far: nothing"
-    assert "Done so far" not in PolicyFormat(history_window=1).prompt(
-        "clean some apple", "s", ["look"], history
-    )
-    fmt.save(tmp_path)
-    assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=1)
-
-
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
     from dreamgym.modeling.chat import ChatCodec

@@ -3,7 +3,6 @@
 Prompt (``history_window`` most recent steps; states shortened to ``history_state_chars``)::
 
     Instruction: <instruction>
-    Done so far: <a>; <a>                            (only with ``done``)
     Previous steps:
     [1] state: <s_{t-2}>
     [1] action: <a_{t-2}>
@@ -90,10 +89,6 @@ class PolicyFormat:
             that names any (:meth:`matching_by_word`): ``take vase 2 from countertop 1`` then shows
             under ``countertop:`` only, ``take apple 1 from countertop 1`` under ``apple:`` too, for
             "heat some apple and put it in countertop".
-        done: command prefixes (ALFWorld's ``[take, clean, heat, cool, use, move]``): the earlier steps of
-            the episode that took such a command, in order, on one ``Done so far:`` line under the
-            instruction (:meth:`done_steps`; "nothing" before the first): whether the mug is already taken
-            and cleaned, which a short history window forgets. Empty (default): no such line.
     """
 
     def __init__(
@@ -108,7 +103,6 @@ class PolicyFormat:
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
         match_by_word: bool = False,
-        done: list[str] | None = None,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -122,7 +116,6 @@ class PolicyFormat:
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
         self.match_by_word = match_by_word
-        self.done = list(done or [])
 
     _FIELDS = (
         "history_window",
@@ -135,7 +128,6 @@ class PolicyFormat:
         "untaken_limit",
         "related",
         "match_by_word",
-        "done",
     )
 
     def to_dict(self) -> dict:
@@ -177,8 +169,6 @@ class PolicyFormat:
     ) -> str:
         """The prompt for state ``observation``; ``history`` lists earlier ``(state, action)`` pairs."""
         lines = [f"Instruction: {instruction}"]
-        if self.done:
-            lines.append(f"Done so far: {'; '.join(self.done_steps(self.done, history or [])) or 'nothing'}")
         recent = (history or [])[-self.history_window :] if self.history_window else []
         if recent:
             lines.append("Previous steps:")
@@ -242,13 +232,6 @@ class PolicyFormat:
         taken = {a for _, a in history}
         fresh = [a for a in actions if a.startswith(prefix) and a not in taken]
         return sorted(fresh, key=lambda a: [int(p) if p.isdigit() else p for p in _DIGITS.split(a)])
-
-    @staticmethod
-    def done_steps(prefixes: list[str], history: list[tuple[str, str]]) -> list[str]:
-        """The actions of ``history`` that start with one of ``prefixes`` (a whole first word: ``"take"``
-        matches ``"take mug 1 from desk 1"``, not ``"takeout"``), in the order they were taken."""
-        heads = tuple(p.strip() + " " for p in prefixes)
-        return [a for _, a in history if a.startswith(heads)]
 
     def target(self, action: str, reasoning: str | None = None) -> str:
         """The response text for ``action`` (without EOS); a think block only if ``self.think``."""
