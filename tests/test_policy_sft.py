@@ -139,23 +139,6 @@ def test_untaken_lists_the_places_no_earlier_step_went_to_in_natural_order(tmp_p
     assert PolicyFormat.load(tmp_path) == fmt != first
 
 
-def test_match_by_word_lists_each_instruction_words_commands_under_it(tmp_path):
-    acts = ["take vase 2 from countertop 1", "take apple 1 from countertop 1", "go to microwave 1", "look"]
-    related = {"heat": ["microwave"]}
-    assert PolicyFormat.matching_by_word("heat some apple and put it in countertop", acts, related) == [
-        ("heat", ["go to microwave 1"]),
-        ("apple", ["take apple 1 from countertop 1"]),  # the wrong object's take only under its place
-        ("countertop", ["take vase 2 from countertop 1", "take apple 1 from countertop 1"]),
-    ]  # "put" names no command: no line
-    fmt = PolicyFormat(history_window=0, match_instruction=True, match_by_word=True, related=related)
-    prompt = fmt.prompt("heat some apple", "s", acts)
-    assert prompt.endswith(
-        "words:\nheat:\ngo to microwave 1\napple:\ntake apple 1 from countertop 1\nAction:"
-    )
-    fmt.save(tmp_path)
-    assert PolicyFormat.load(tmp_path) == fmt != PolicyFormat(history_window=0, match_instruction=True)
-
-
 def test_bc_loss_ignores_prompt_tokens(tiny_tokenizer):
     from dreamgym.modeling import load_tokenizer
     from dreamgym.modeling.chat import ChatCodec

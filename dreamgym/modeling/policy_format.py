@@ -14,8 +14,7 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     <a>
     <a>
     Actions naming the instruction's words:         (only with ``match_instruction``)
-    <a>                                              (with ``match_by_word``: under a ``<word>:`` line
-                                                      per instruction word, in the instruction's order)
+    <a>
     Not taken yet (go to ...):                       (only with ``untaken="go to "``)
     <a>
     Action:
@@ -85,10 +84,6 @@ class PolicyFormat:
         related: words that an instruction word also stands for in ``match_instruction`` (ALFWorld's
             ``{clean: [sinkbasin], heat: [microwave], hot: [microwave], cool: [fridge]}``: the appliance a
             transformation needs, named by no word of the instruction); default none.
-        match_by_word: ``match_instruction``'s commands under one ``<word>:`` line per instruction word
-            that names any (:meth:`matching_by_word`): ``take vase 2 from countertop 1`` then shows
-            under ``countertop:`` only, ``take apple 1 from countertop 1`` under ``apple:`` too, for
-            "heat some apple and put it in countertop".
     """
 
     def __init__(
@@ -102,7 +97,6 @@ class PolicyFormat:
         untaken: str = "",
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
-        match_by_word: bool = False,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -115,7 +109,6 @@ class PolicyFormat:
         self.untaken = untaken
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
-        self.match_by_word = match_by_word
 
     _FIELDS = (
         "history_window",
@@ -127,7 +120,6 @@ class PolicyFormat:
         "untaken",
         "untaken_limit",
         "related",
-        "match_by_word",
     )
 
     def to_dict(self) -> dict:
@@ -181,14 +173,7 @@ class PolicyFormat:
         lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
-            if self.match_by_word:
-                for word, acts in self.matching_by_word(
-                    instruction, self.listed(available_actions), self.related
-                ):
-                    lines.append(f"{word}:")
-                    lines.extend(acts)
-            else:
-                lines.extend(self.matching(instruction, self.listed(available_actions), self.related))
+            lines.extend(self.matching(instruction, self.listed(available_actions), self.related))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
             fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
@@ -211,19 +196,6 @@ class PolicyFormat:
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
         words |= {r for w in words for r in (related or {}).get(w, [])}
         return [a for a in actions if words & set(_WORD.findall(a.lower()))]
-
-    @staticmethod
-    def matching_by_word(
-        instruction: str, actions: list[str], related: dict[str, list[str]] | None = None
-    ) -> list[tuple[str, list[str]]]:
-        """``(word, actions naming it or a word related to it)`` per instruction word (function words
-        aside, each once, in the instruction's order) that ``actions`` name; :meth:`matching` per word."""
-        words = dict.fromkeys(w for w in _WORD.findall(instruction.lower()) if w not in _FUNCTION_WORDS)
-        named = (
-            (w, [a for a in actions if ({w, *(related or {}).get(w, [])}) & set(_WORD.findall(a.lower()))])
-            for w in words
-        )
-        return [(w, acts) for w, acts in named if acts]
 
     @staticmethod
     def not_taken(prefix: str, actions: list[str], history: list[tuple[str, str]]) -> list[str]:
