@@ -69,11 +69,15 @@ def interrupted_spans(log_dir: str | Path) -> list[float]:
     """Wall-clock seconds of each earlier process that logged into ``log_dir`` before the newest one
     (a fit killed and resumed from its checkpoint writes one event file per process): per event file but
     the newest (file names carry the creation time), from its creation to its last scalar event."""
-    files = sorted(Path(log_dir).rglob("events.out.tfevents.*"), key=lambda p: int(p.name.split(".")[3]))
+
+    def created(f: Path) -> int:
+        return int(f.name.split(".")[3])
+
+    files = sorted(Path(log_dir).rglob("events.out.tfevents.*"), key=created)
     spans = []
     for f in files[:-1]:
         times = [e.wall_time for es in run_events(f).values() for e in es]
-        spans.append(max(times) - int(f.name.split(".")[3]) if times else 0.0)
+        spans.append(max(times) - created(f) if times else 0.0)
     return spans
 
 
