@@ -67,8 +67,10 @@ def run_events(run: str | Path, tags=None) -> dict[str, list]:
 
 def interrupted_spans(log_dir: str | Path) -> list[float]:
     """Wall-clock seconds of each earlier process that logged into ``log_dir`` before the newest one
-    (a fit killed and resumed from its checkpoint writes one event file per process): per event file but
-    the newest (file names carry the creation time), from its creation to its last scalar event."""
+    (a fit killed and resumed from its checkpoint writes one event file per process) whose work a later
+    process continued: from the event file's creation (its name carries it) to the newest checkpoint in
+    its own ``version_*/checkpoints`` folder; 0 for a process killed before it saved one (the next one
+    started again, so its time bought nothing the record measures)."""
 
     def created(f: Path) -> int:
         return int(f.name.split(".")[3])
@@ -76,8 +78,8 @@ def interrupted_spans(log_dir: str | Path) -> list[float]:
     files = sorted(Path(log_dir).rglob("events.out.tfevents.*"), key=created)
     spans = []
     for f in files[:-1]:
-        times = [e.wall_time for es in run_events(f).values() for e in es]
-        spans.append(max(times) - created(f) if times else 0.0)
+        saved = [c.stat().st_mtime for c in (f.parent / "checkpoints").glob("*.ckpt")]
+        spans.append(max(0.0, max(saved) - created(f)) if saved else 0.0)
     return spans
 
 

@@ -29,18 +29,26 @@ def test_scalars_from_tensorboard_and_the_figure(tmp_path):
     assert main_job_figure(evals, 400, None, tmp_path / "fig2.png").exists()  # no RL logs: still a figure
 
 
-def test_interrupted_spans_time_each_killed_process_but_the_newest(tmp_path):
+def test_interrupted_spans_time_each_killed_process_up_to_its_last_checkpoint(tmp_path):
+    import os
+
     from torch.utils.tensorboard import SummaryWriter
 
-    run = tmp_path / "tb" / "version_0"
-    for start, last in ((1000, 1400), (2000, 2100), (3000, 3050)):  # three processes, the last one alive
+    # three processes, the last one alive; the second was killed before it saved a checkpoint
+    for version, (start, saved) in enumerate(((1000, 1400), (2000, None), (3000, 3050))):
+        run = tmp_path / "tb" / f"version_{version}"
         w = SummaryWriter(str(run / "tmp"))
-        w.add_scalar("perf/iteration_s", 1.0, 0, walltime=last)
+        w.add_scalar("perf/iteration_s", 1.0, 0, walltime=start + 1)
         w.close()
         (f,) = (run / "tmp").iterdir()
         parts = f.name.split(".")
         parts[3] = str(start)  # the file name's creation time
         f.rename(run / ".".join(parts))
         (run / "tmp").rmdir()
-    assert interrupted_spans(tmp_path / "tb") == [400.0, 100.0]
+        if saved is not None:
+            for name, t in (("epoch=0-step=1.ckpt", saved - 200), ("last.ckpt", saved)):
+                (run / "checkpoints").mkdir(exist_ok=True)
+                (run / "checkpoints" / name).write_bytes(b"x")
+                os.utime(run / "checkpoints" / name, (t, t))
+    assert interrupted_spans(tmp_path / "tb") == [400.0, 0.0]
     assert interrupted_spans(tmp_path / "missing") == []

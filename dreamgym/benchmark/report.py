@@ -201,7 +201,8 @@ def write_report(cfg, results: dict) -> Path:
         lines += [
             "",
             f"Resumed after a kill: {', '.join(resumed)} (fit s adds the killed processes' wall-clock from "
-            "their event files, stops included; their CPU time is lost, so fit CPU s is n/a).",
+            "their event files to their last checkpoint, stops included; their CPU time is lost, so fit CPU s "
+            "is n/a).",
         ]
     if missing:
         lines += ["", f"**Not run yet** (no record): {'; '.join(missing)}."]

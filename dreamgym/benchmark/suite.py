@@ -407,7 +407,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         out / "tb",
     )
     if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
-        # a fit resumed after a kill: the killed processes' wall-clock from their event files (their CPU
+        # a fit resumed after a kill: the killed processes' wall-clock to their last checkpoint (their CPU
         # time is lost with them; the record says how many there were)
         earlier = interrupted_spans(out / "tb")
         timing_file.write_text(
