@@ -7,7 +7,8 @@
     2. tokenizer tokenizer/                      BPE on the train trajectories
     3. experience experience_model/              experience-model SFT      (configs/webshop_experience_sft.yaml)
     4. policy_sft policy_sft/                    behaviour-cloning warm start (configs/webshop_policy_sft.yaml)
-    5. onpolicy  policy_rollouts_train.jsonl     the warm start's sampled episodes on TRAIN tasks (teacher
+    5. onpolicy  policy_rollouts_train.jsonl     the warm start's sampled episodes on onpolicy_tasks TRAIN
+                                                 tasks spread over the split (train_task_order; teacher
                  experience_model_onpolicy/      reasoning from the step info), then the experience model
                                                  continued on offline + these episodes (onpolicy_tasks > 0)
     6. evaluate  policy_sft_test_episodes.jsonl  the warm start's greedy episodes on REAL test tasks
@@ -24,9 +25,10 @@
 
 With ``dagger_tasks`` (off by default; configs/pipeline_alfworld.yaml), after stage 4, ``dagger_rounds``
 times: ``policy_dagger_train.jsonl`` (the warm start's greedy episodes on the next ``dagger_tasks`` train
-tasks, each state labelled by the scripted agent it clones) and ``policy_dagger/`` (that warm start trained
-further on the offline data plus every round's labels; rounds after the first add ``2``, ``3``, ... to
-both names); the last is the warm start of every later stage.
+tasks of :func:`dreamgym.stages.train_task_order`, each state labelled by the scripted agent it clones)
+and ``policy_dagger/`` (that warm start trained further on the offline data plus every round's labels;
+rounds after the first add ``2``, ``3``, ... to both names); the last is the warm start of every later
+stage.
 
 With ``judge_config`` (off by default), between stages 6 and 7 and still shared stages (``prepare``, so a
 benchmark suite builds them too): ``judge_purchases_train.jsonl`` (the scripted agents' ``judge_episodes``

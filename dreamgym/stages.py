@@ -143,7 +143,9 @@ def policy_episodes(
     label_with: str | None = None,
     first_task: int = 0,
 ) -> Path:
-    """``policy``'s real episodes on ``split`` tasks ``first_task..first_task+tasks-1``. Train: sampled as in RL, with teacher
+    """``policy``'s real episodes on ``tasks`` tasks of ``split``: test tasks ``first_task..first_task+tasks-1``;
+    train tasks the same slice of :func:`train_task_order` (spread over the split: ALFWorld's train games
+    are stored by task type, so the first 200 are all ``look_at_obj_in_light``). Train: sampled as in RL, with teacher
     reasoning (experience-model SFT data); test: greedy, as in validation (the evaluation); with
     ``label_with`` (DAgger data): greedy, each state labelled by that scripted agent, no reasoning. A file
     of another number of episodes (recorded with another ``eval_tasks``) is played again.
@@ -170,8 +172,14 @@ def policy_episodes(
     from dreamgym.schema import save_trajectories
 
     torch.manual_seed(cfg.seed)
+    order = train_task_order(cfg.env, cfg.seed) if split == "train" else None
+    indices = (
+        list(range(first_task, first_task + tasks))
+        if order is None
+        else order[first_task : first_task + tasks]
+    )
     trajs, _ = collect_policy_trajectories(
-        policy, cfg.env, split, list(range(first_task, first_task + tasks)),
+        policy, cfg.env, split, indices,
         collector_from_config(cfg.rl_config),
         greedy=split != "train" or label_with is not None, teacher=split == "train" and label_with is None,
         batch_size=cfg.eval_batch_size, max_steps=cfg.max_steps, max_minutes=max_minutes, label_with=label_with,
@@ -182,6 +190,22 @@ def policy_episodes(
         asked.write_text(f"{tasks}\n")
     print(f"[pipeline] {policy.name} on {len(trajs)} {split} tasks: {trajectory_metrics(trajs)}", flush=True)
     return out
+
+
+def train_task_order(env_name: str, seed: int) -> list[int]:
+    """Every train task of ``env_name`` once, in a seeded random order: the pipeline's policy episodes on
+    train tasks (on-policy data, DAgger rounds) take consecutive slices of it, so any number of them covers
+    the split's task types in proportion, and later slices never repeat earlier ones."""
+    import numpy as np
+
+    from dreamgym.envs.registry import make_env
+
+    env = make_env(env_name, split="train", batch_size=1)
+    try:
+        n = env.num_tasks()
+    finally:
+        env.close()
+    return [int(t) for t in np.random.default_rng(seed).permutation(n)]
 
 
 def fidelity_stage(

@@ -237,3 +237,27 @@ def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path)
     stamp = (prep.judge / "judge.json").stat().st_mtime
     again = prepare(parse_pipeline_config(argv), StageClock("test"))
     assert again == prep and (prep.judge / "judge.json").stat().st_mtime == stamp
+
+
+def test_train_policy_episodes_spread_over_alfworlds_task_types():
+    """ALFWorld stores its train games by task type: the pipeline's on-policy and DAgger episodes take
+    slices of a seeded order of the whole split, so 200 of them see every type (the first 200 games are
+    all ``look_at_obj_in_light``), and later slices never repeat a task."""
+    from collections import Counter
+
+    from dreamgym.envs.registry import make_env
+    from dreamgym.stages import train_task_order
+
+    env = make_env("alfworld", split="train", batch_size=1)
+    ids = env.task_ids()
+    env.close()
+    order = train_task_order("alfworld", 0)
+    assert sorted(order) == list(range(len(ids))) and order == train_task_order("alfworld", 0)
+    assert order != train_task_order("alfworld", 1)
+
+    def types(indices):
+        return Counter(ids[i].split("/")[2] for i in indices)
+
+    assert len(types(range(200))) == 1  # the stored order: one type
+    spread = types(order[:200])
+    assert len(spread) == 6 and min(spread.values()) >= 15, spread
