@@ -224,6 +224,46 @@ def test_infer_available_actions_from_text(env):
     assert isinstance(ALFWorldEnv.infer_available_actions(None, 42, None), list)  # never raises
 
 
+def test_inferred_actions_with_the_episodes_history_list_every_expert_step(env):
+    """The synthetic env lists a model-written state's commands with this rule, and its policy can only
+    choose listed ones: read with the episode's earlier states, the inferred list holds every command the
+    expert takes in all six task types (the winning placement, heat / cool / clean, ``use`` of the lamp),
+    no ``take`` while an object is carried, and the real list at most steps. Without the history the
+    placement after walking to the target is missing (the synthetic env could never pay a win)."""
+    from dreamgym.envs.alfworld.env import infer_available_actions
+
+    same = steps = 0
+    missing_without_history = []
+    for task in range(env.num_tasks()):
+        td = _reset(env, [task, task])
+        expert = ALFWorldExpert()
+        expert.reset(task)
+        instr = as_text_list(td["instruction"])[0]
+        states = [as_text_list(td["observation"])[0]]
+        for _ in range(40):
+            action = expert.act(env.current(0), env.step_info(0))
+            guess = infer_available_actions(instr, states[-1], states[0], states[:-1])
+            real = set(env.current(0).available_actions)
+            assert action in guess, (task, action, states[-1])
+            assert not (
+                any(a.startswith("take ") for a in guess) and any(a.startswith("move ") for a in guess)
+            )
+            same += set(guess) == real
+            steps += 1
+            if action not in infer_available_actions(instr, states[-1], states[0]):
+                missing_without_history.append(action)
+            td["action"] = [action, "look"]
+            out = env.step(td)["next"]
+            states.append(as_text_list(out["observation"])[0])
+            if bool(out["success"].reshape(-1)[0]):
+                break
+            td = out
+        else:
+            raise AssertionError(f"the expert did not win task {task}")
+    assert same >= 0.95 * steps, (same, steps)
+    assert any(a.startswith("move ") for a in missing_without_history)
+
+
 def test_teacher_explains_valid_and_invalid_steps(env):
     td = _reset(env, [0, 1])
     teacher = ALFWorldTeacher()

@@ -228,12 +228,16 @@ class TextEnvBase(EnvBase):
         return False
 
     @classmethod
-    def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:
+    def infer_available_actions(
+        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+    ) -> list[str]:
         """The actions available in an abstract ``state``, derived from its text alone.
 
         The synthetic env uses this to list actions for states the experience model wrote, so its
         ``available_actions`` follow the same rule as the real env's. ``initial_state`` is the
-        episode's first state (e.g. ALFWorld's room description) for envs that need it.
+        episode's first state (e.g. ALFWorld's room description) and ``history`` the episode's states
+        before ``state``, oldest first (``initial_state`` included), for envs whose commands depend on
+        earlier steps (ALFWorld's: the object picked up three steps ago).
         """
         raise NotImplementedError(f"{cls.__name__} does not infer available actions from state text")
 

@@ -149,6 +149,7 @@ class SyntheticEnv(TextEnvBase):
         n = self.batch_size[0]
         self._task: list[SyntheticTask | None] = [None] * n
         self._history: list[list[str]] = [[] for _ in range(n)]
+        self._states: list[list[str]] = [[] for _ in range(n)]  # the episode's states so far, s_0 first
         self._episode_ids = [""] * n
         self._episodes = 0
 
@@ -252,14 +253,18 @@ class SyntheticEnv(TextEnvBase):
         task = self.tasks[task_index]
         self._task[slot] = task
         self._history[slot] = []
+        self._states[slot] = [task.initial_state]
         self._episodes += 1
         self._episode_ids[slot] = f"synthetic-{id(self):x}-{self._episodes}"
-        acts = task.available_actions or self._infer(task, task.initial_state)
+        acts = task.available_actions or self._infer(task, task.initial_state, [])
         return TextObs(task.task_id, task.instruction, task.initial_state, list(acts))
 
-    def _infer(self, task: SyntheticTask, state: str) -> list[str]:
+    def _infer(self, task: SyntheticTask, state: str, history: list[str]) -> list[str]:
+        """The real env's rule for ``state``'s actions, given the episode's earlier states ``history``."""
         try:
-            return list(self._real_cls.infer_available_actions(task.instruction, state, task.initial_state))
+            return list(
+                self._real_cls.infer_available_actions(task.instruction, state, task.initial_state, history)
+            )
         except Exception:  # noqa: BLE001 - a model-written state must never crash the env
             return []
 
@@ -316,13 +321,14 @@ class SyntheticEnv(TextEnvBase):
         self.cuts += bool(pred.cut)
         step = TextStep(
             pred.next_state,
-            self._infer(task, pred.next_state),
+            self._infer(task, pred.next_state, self._states[slot]),
             reward=reward,
             score=float(pred.score),
             terminated=bool(pred.done),
             success=is_success(reward, pred.done),
             reasoning=pred.reasoning,
         )
+        self._states[slot].append(pred.next_state)
         if self.write_back and self.experience.buffer is not None and not pred.cut:  # cut: not worth keeping
             self.experience.buffer.add(
                 [

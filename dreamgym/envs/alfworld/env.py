@@ -40,6 +40,7 @@ walkthrough, location, what is held, the facts the last command changed and goal
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -198,9 +199,11 @@ class ALFWorldEnv(TextEnvBase):
         return cmd in available_actions or cmd == "help"
 
     @classmethod
-    def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:
+    def infer_available_actions(
+        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+    ) -> list[str]:
         """Admissible commands guessed from text alone (see :func:`infer_available_actions`)."""
-        return infer_available_actions(instruction, state, initial_state)
+        return infer_available_actions(instruction, state, initial_state, history)
 
 
 def _available(state) -> list[str]:
@@ -208,56 +211,114 @@ def _available(state) -> list[str]:
 
 
 _ITEM_RE = re.compile(r"\b(?:a|an)\s+([a-z]+(?:\s[a-z]+)*?\s\d+)")
-_AT_RE = re.compile(r"(?:You arrive at|You open the|On the|The)\s+([a-z]+(?:\s[a-z]+)*?\s\d+)")
-_CARRY_RE = re.compile(r"You (?:pick up the|are carrying:)\s+(?:a |an )?([a-z]+(?:\s[a-z]+)*?\s\d+)")
+_NAME = r"([a-z]+(?:\s[a-z]+)*?\s\d+)"
 _OPENABLE = ("cabinet", "drawer", "fridge", "microwave", "safe", "box")
+_APPLIANCE_VERB = {"sinkbasin": "clean", "bathtubbasin": "clean", "microwave": "heat", "fridge": "cool"}
+_LAMPS = ("desklamp", "floorlamp")
 
 
-def infer_available_actions(instruction: str, state: str, initial_state: str = "") -> list[str]:
-    """A best-effort admissible-command list from the text of an ALFWorld state; never raises.
+def infer_available_actions(
+    instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+) -> list[str]:
+    """A best-effort admissible-command list from the text of an ALFWorld episode; never raises.
 
     Receptacles come from the room description (``initial_state``, "you see a cabinet 1, ..."): each
-    gives ``go to X`` (and ``open``/``close`` for openable ones where the agent is). Objects named in
-    ``state`` ("On the countertop 1, you see a knife 1") give ``take O from R``; an object the state says
-    is carried gives ``move O to R`` / ``clean|heat|cool O with R`` / ``use``-style commands at the
-    current receptacle. ``help``, ``look`` and ``inventory`` are always listed. Sorted, like ALFWorld's.
+    gives ``go to X``. The episode's earlier states (``history``, oldest first; the synthetic env passes
+    them) and ``state`` are read in order, as ALFWorld's messages tell them, for where the agent is
+    ("You arrive at", "You pick up the O from the R", ...), what it carries (picked up, not yet moved),
+    which receptacles are open and what lies on each. Then, as ALFWorld lists them: ``open``/``close``
+    and ``examine`` of the current receptacle; ``take O from R`` for what lies there, only with empty
+    hands; with an object carried, ``examine O``, ``move O to R`` and ``clean|heat|cool O with R`` at a
+    sink / microwave / fridge; ``use`` of a lamp that is there. ``help``, ``look`` and ``inventory``
+    always. Sorted, like ALFWorld's. Without ``history`` the carried object and the place are known only
+    when ``state`` says them, so a placement right after arriving somewhere is never listed.
     """
     try:
-        return _infer(instruction or "", state or "", initial_state or "")
+        return _infer(instruction or "", state or "", initial_state or "", list(history or ()))
     except Exception:  # the synthetic env must never crash on odd text
         return ["help", "inventory", "look"]
 
 
-def _infer(instruction: str, state: str, initial_state: str) -> list[str]:
-    room = initial_state or state
+class _Walk:
+    """What the text of an episode says so far: the agent's place, the carried object, open receptacles
+    and what lies on each."""
+
+    def __init__(self) -> None:
+        self.here: str | None = None
+        self.carried: str | None = None
+        self.opened: dict[str, bool] = {}
+        self.contents: dict[str, list[str]] = {}
+
+    def _listing(self, recep: str, text: str) -> None:
+        self.contents[recep] = _ITEM_RE.findall(text.split("you see", 1)[1]) if "you see" in text else []
+
+    def read(self, state: str) -> None:
+        s = state.strip()
+        if m := re.match(rf"You arrive at {_NAME}\.", s):
+            self.here = m.group(1)
+            if re.search(rf"The {re.escape(self.here)} is closed", s):
+                self.opened[self.here] = False
+            elif "you see" in s:
+                if re.search(rf"The {re.escape(self.here)} is open", s):
+                    self.opened[self.here] = True
+                self._listing(self.here, s)
+        elif m := re.match(rf"You open the {_NAME}\.", s):
+            self.here = m.group(1)
+            self.opened[self.here] = True
+            self._listing(self.here, s)
+        elif m := re.match(rf"You close the {_NAME}\.", s):
+            self.here = m.group(1)
+            self.opened[self.here] = False
+        elif m := re.match(rf"You pick up the {_NAME} from the {_NAME}\.", s):
+            self.carried, self.here = m.group(1), m.group(2)
+            if m.group(1) in self.contents.get(self.here, []):
+                self.contents[self.here].remove(m.group(1))
+        elif m := re.match(rf"You (?:move|put) the {_NAME} (?:to|in|on) the {_NAME}\.", s):
+            self.carried, self.here = None, m.group(2)
+            self.contents.setdefault(self.here, []).append(m.group(1))
+        elif m := re.match(rf"You (?:heat|cool|clean) the {_NAME} using the {_NAME}\.", s):
+            self.carried, self.here = m.group(1), m.group(2)
+        elif m := re.match(rf"You are carrying: (?:a |an )?{_NAME}", s):
+            self.carried = m.group(1)
+        elif s.startswith("You are not carrying anything"):
+            self.carried = None
+        elif self.here and (m := re.match(rf"On the {re.escape(self.here)}, you see", s)):
+            self._listing(self.here, s)  # examine of the current receptacle
+
+
+def _infer(instruction: str, state: str, initial_state: str, history: list[str]) -> list[str]:
+    room = initial_state or (history[0] if history else state)
     receps: list[str] = []
     m = re.search(r"you see (.*?)\.(?:\s|$)", room, re.S)
     if m and "middle of a room" in room:
         receps = [x for x in _ITEM_RE.findall(m.group(1))]
+    walk = _Walk()
+    for s in [*history, state]:
+        walk.read(s)
+    here, carried = walk.here, walk.carried
     cmds = {"help", "look", "inventory"}
-    where = _AT_RE.search(state)
-    here = where.group(1) if where else None
     for r in receps:
         if r != here:
             cmds.add(f"go to {r}")
+    if carried:
+        cmds.add(f"examine {carried}")
     if here:
         cmds.add(f"examine {here}")
         base = here.rsplit(" ", 1)[0]
+        reachable = True
         if base in _OPENABLE:
-            closed = re.search(rf"The {re.escape(here)} is closed", state) is not None
-            cmds.add(f"open {here}" if closed else f"close {here}")
-        tail = state.split("you see", 1)[1] if "you see" in state else ""
-        if "closed" not in state.split("you see", 1)[0] or tail:
-            for o in _ITEM_RE.findall(tail):
+            reachable = walk.opened.get(here, False)
+            cmds.add(f"close {here}" if reachable else f"open {here}")
+        items = walk.contents.get(here, []) if reachable else []
+        for o in items:
+            if o.rsplit(" ", 1)[0] in _LAMPS:
+                cmds.add(f"use {o}")
+            elif not carried:
                 cmds.add(f"take {o} from {here}")
-    carried = _CARRY_RE.search(state)
-    if carried:
-        o = carried.group(1)
-        cmds.add(f"examine {o}")
-        if here:
-            cmds.add(f"move {o} to {here}")
-            base = here.rsplit(" ", 1)[0]
-            verb = {"sinkbasin": "clean", "microwave": "heat", "fridge": "cool"}.get(base)
+        if carried:
+            if reachable:
+                cmds.add(f"move {carried} to {here}")
+            verb = _APPLIANCE_VERB.get(base)
             if verb:
-                cmds.add(f"{verb} {o} with {here}")
+                cmds.add(f"{verb} {carried} with {here}")
     return sorted(cmds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -198,7 +199,9 @@ class WebEnv(TextEnvBase):
         return False
 
     @classmethod
-    def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:
+    def infer_available_actions(
+        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+    ) -> list[str]:
         """The actions of a rendered web state (:func:`.page.infer_available_actions`); never raises."""
         return infer_available_actions(state)
 

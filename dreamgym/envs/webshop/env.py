@@ -6,6 +6,7 @@ the bundled catalog or on upstream data files (:mod:`.catalog`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -246,6 +247,8 @@ class WebShopEnv(TextEnvBase):
         return not check_action(action, clicks)[2]
 
     @classmethod
-    def infer_available_actions(cls, instruction: str, state: str, initial_state: str = "") -> list[str]:
+    def infer_available_actions(
+        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+    ) -> list[str]:
         """The actions of an abstract WebShop ``state`` (see :mod:`.pages`); never raises."""
         return infer_available_actions(state)
