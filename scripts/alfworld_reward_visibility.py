@@ -7,6 +7,11 @@ a pick-two task, after a first goal object was placed there and not taken back);
 the step wins after which a goal object is held where the lamp was switched on. Where the rule's verdict differs from the real reward, the deciding
 fact lies outside the window: a model trained on such a step learns to call the win without the evidence.
 
+A win must also be reachable: in the synthetic env the policy chooses among the commands
+``infer_available_actions`` lists for a model-written state, read with the episode's earlier states or
+(before that was passed) without them. ``listed`` counts, on the same real episodes, how often that list
+holds the command the agent took and the winning one, and how close it is to the real env's list.
+
     python scripts/alfworld_reward_visibility.py --windows 8 50 \\
         --data artifacts/alfworld/offline_train.jsonl artifacts/alfworld/experience_train.jsonl \\
                artifacts/alfworld/policy_rollouts_train.jsonl \\
@@ -20,6 +25,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from dreamgym.envs.alfworld.env import infer_available_actions
 from dreamgym.envs.alfworld.searcher import move_parts, object_kind, take_parts, transformation
 from dreamgym.provenance import result_meta
 from dreamgym.schema import read_trajectories
@@ -92,6 +98,35 @@ def measure(path: str, window: int) -> dict:
     return out
 
 
+def listed(path: str, history: bool) -> dict:
+    """Per file: the share of taken (and of winning) real commands the text-inferred list holds, per verb,
+    and the inferred list's mean precision / recall against the real env's, with or without ``history``."""
+    taken: Counter = Counter()
+    hit: Counter = Counter()
+    precision, recall = [], []
+    for traj in read_trajectories(path):
+        states = [t.state for t in traj.transitions]
+        for i, t in enumerate(traj.transitions):
+            earlier = states[:i] if history else ()
+            guess = set(infer_available_actions(traj.instruction, t.state, states[0], earlier))
+            verb = t.action.split(" ", 1)[0]
+            for key in (verb, "all", *(["win"] if t.reward >= 1.0 else [])):
+                taken[key] += 1
+                hit[key] += t.action in guess
+            if real := set(t.available_actions):
+                precision.append(len(guess & real) / max(len(guess), 1))
+                recall.append(len(guess & real) / len(real))
+    return {
+        "history": history,
+        "taken_listed": round(hit["all"] / max(taken["all"], 1), 4),
+        "wins": taken["win"],
+        "win_listed": round(hit["win"] / max(taken["win"], 1), 4),
+        "per_verb_listed": {v: [hit[v], taken[v]] for v in sorted(taken) if v not in ("all", "win")},
+        "list_precision": round(sum(precision) / max(len(precision), 1), 4),
+        "list_recall": round(sum(recall) / max(len(recall), 1), 4),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", nargs="+", required=True, help="ALFWorld trajectory JSONL files")
@@ -108,10 +143,11 @@ def main(argv: list[str] | None = None) -> dict:
             for f in args.data
             for w in args.windows
         ],
+        "listed": [{"file": Path(f).name, **listed(f, h)} for f in args.data for h in (False, True)],
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    for row in result["rows"]:
+    for row in result["rows"] + result["listed"]:
         print(row)
     return result
 
