@@ -200,3 +200,39 @@ def test_vary_tasks_adds_the_experience_models_variations_to_the_pool():
     assert new.instruction == "i want a red shirt in blue" and new.task_id == "t0-var1"
     assert (new.initial_state, new.available_actions) == (TASK.initial_state, TASK.available_actions)
     assert env.num_tasks() == 2
+
+
+def test_synthetic_alfworld_lists_a_placement_steps_after_the_pickup():
+    """The synthetic env lists each model-written state's commands with the real env's rule, given the
+    episode's earlier states: the mug picked up at the countertop can be moved to the shelf two steps
+    later (the winning command, which a rule reading one state never listed)."""
+    from dreamgym.modeling.formats import ParsedOutcome
+
+    answers = {
+        "go to countertop 1": "You arrive at countertop 1. On the countertop 1, you see a mug 1.",
+        "take mug 1 from countertop 1": "You pick up the mug 1 from the countertop 1.",
+        "go to shelf 1": "You arrive at shelf 1. On the shelf 1, you see nothing.",
+        "move mug 1 to shelf 1": "You move the mug 1 to the shelf 1.",
+    }
+
+    class Scripted:
+        buffer = None
+
+        def predict(self, queries):
+            return [ParsedOutcome(True, answers[q.action], 0.0, False, 0.0) for q in queries]
+
+    room = (
+        "-= Welcome to TextWorld, ALFRED! =- You are in the middle of a room. Looking quickly around you, "
+        "you see a countertop 1, and a shelf 1."
+    )
+    task = SyntheticTask("alfworld/train/pick_and_place_simple/x/trial_1", "put a mug in shelf", room, [])
+    env = SyntheticEnv(Scripted(), [task], real_env="alfworld", batch_size=[1], max_steps=10)
+    td = env.reset()
+    listed = []
+    for action in answers:
+        assert action in env.current(0).available_actions, (action, env.current(0).available_actions)
+        td["action"] = [action]
+        td = env.step(td)["next"]
+        listed.append(as_text_list(td["available_actions"])[0])
+    assert not any(a.startswith("take ") for a in listed[1])  # carrying: no second pickup
+    assert "move mug 1 to shelf 1" in listed[2] and "take mug 1 from shelf 1" in listed[3]
