@@ -172,12 +172,9 @@ def policy_episodes(
     from dreamgym.schema import save_trajectories
 
     torch.manual_seed(cfg.seed)
-    order = train_task_order(cfg.env, cfg.seed) if split == "train" else None
-    indices = (
-        list(range(first_task, first_task + tasks))
-        if order is None
-        else order[first_task : first_task + tasks]
-    )
+    indices = list(range(first_task, first_task + tasks))
+    if split == "train":
+        indices = train_task_order(cfg.env, cfg.seed)[first_task : first_task + tasks]
     trajs, _ = collect_policy_trajectories(
         policy, cfg.env, split, indices,
         collector_from_config(cfg.rl_config),
