@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from dreamgym.rl.advantages import group_moments
+from dreamgym.seeding import run_seed
 
 __all__ = ["task_variance", "RewardVarianceCurriculum", "TaskPool", "VariableTaskPool"]
 
@@ -58,7 +59,8 @@ class RewardVarianceCurriculum:
         max_seeds: at most this many seeds (highest variance first) per update.
         variations_per_seed: variations requested per seed when the env offers them.
         pool_size: the pool keeps its most recent this-many tasks.
-        seed: RNG seed.
+        seed: seed of the task draws (None: the run's seed, ``seed_everything``, so a suite's seeds draw
+            different tasks; :func:`dreamgym.seeding.run_seed`).
     """
 
     def __init__(
@@ -67,7 +69,7 @@ class RewardVarianceCurriculum:
         max_seeds: int = 8,
         variations_per_seed: int = 1,
         pool_size: int = 64,
-        seed: int = 0,
+        seed: int | None = None,
     ):
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"RewardVarianceCurriculum.lam must be in [0, 1], got {lam}")
@@ -77,7 +79,7 @@ class RewardVarianceCurriculum:
             variations_per_seed,
             pool_size,
         )
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(run_seed(seed))
         self.pool: list[int] = []
         self.base_tasks: int | None = None
         self.last_values: dict[int, float] = {}

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 import pytest
+import torch
 from rl_toy import LetterEnv  # noqa: F401  (registers "letters")
 
 from dreamgym.curriculum import RewardVarianceCurriculum, task_variance
@@ -113,3 +114,26 @@ def test_curriculum_without_variations_replays_seeds():
     assert cur.pool == [3]
     # lam * 8 = 2 pool slots, but the pool holds one task: it leads the batch
     assert cur.next_tasks(env, 8)[0] == 3
+
+
+def test_curriculum_and_audit_draws_follow_the_run_seed():
+    """Given no seed, the curriculum's task draws and the audit's sample take the run's seed
+    (``seed_everything``): a suite's DreamGym seeds must not play the same tasks (they did while the
+    default was a fixed 0)."""
+    from dreamgym.rl.audit import RewardAudit
+
+    env = LetterEnv(batch_size=[1])
+
+    def draws():
+        return RewardVarianceCurriculum(lam=0.25).next_tasks(env, 16), RewardAudit().rng.integers(
+            1 << 30, size=4
+        ).tolist()
+
+    torch.manual_seed(0)
+    seed0 = draws()
+    torch.manual_seed(1)
+    seed1 = draws()
+    assert seed0[0] != seed1[0] and seed0[1] != seed1[1]
+    torch.manual_seed(1)
+    assert draws() == seed1
+    assert RewardVarianceCurriculum(lam=0.25, seed=0).next_tasks(env, 16) == seed0[0]  # a pinned seed wins

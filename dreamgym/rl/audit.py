@@ -41,6 +41,7 @@ import numpy as np
 from dreamgym.envs.episodes import Episode
 from dreamgym.envs.replay import replay_actions
 from dreamgym.fidelity import same_reward, success_precision_recall
+from dreamgym.seeding import run_seed
 
 __all__ = ["RewardAudit", "audit_episodes"]
 
@@ -105,16 +106,19 @@ class RewardAudit:
         every: audit the 1st, ``every+1``-th, ... synthetic iteration (counted by this object).
         episodes: episodes replayed per audit, sampled without replacement among the iteration's
             episodes of real tasks (all of them when fewer).
-        seed: seed of the sample (the audit's own generator; training randomness is untouched).
+        seed: seed of the sample (the audit's own generator; training randomness is untouched; None: the
+            run's seed, ``seed_everything``).
         env_kwargs: extra constructor arguments of the replay env, which must be the env the
             experience model's tasks come from (e.g. WebShop's ``data_dir`` / ``human_goals``).
     """
 
-    def __init__(self, every: int = 1, episodes: int = 8, seed: int = 0, env_kwargs: dict | None = None):
+    def __init__(
+        self, every: int = 1, episodes: int = 8, seed: int | None = None, env_kwargs: dict | None = None
+    ):
         if every < 1 or episodes < 1:
             raise ValueError(f"RewardAudit: every ({every}) and episodes ({episodes}) must be >= 1")
         self.every, self.episodes, self.env_kwargs = every, episodes, dict(env_kwargs or {})
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(run_seed(seed))
         self.iterations = 0  # synthetic iterations seen
         self.transitions = 0  # real steps spent on audits
         self._real: dict[int, Any] = {}  # id(synthetic env) -> its replay env (None: no real counterpart)
