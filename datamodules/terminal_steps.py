@@ -1,15 +1,18 @@
 """Reward-judge data: the terminal steps (WebShop: the purchases) of JSONL trajectory files.
 
-One example per episode-ending step ``(instruction, state, action) -> success`` (``terminated``, not
-a step-limit truncation); the judge (:class:`dreamgym.modeling.judge.RewardJudge`) builds its text pair
-from it. Identical ``(instruction, state, action)`` steps are kept once (the oracle expert buys the same
-page again and again). Train files must hold train-split episodes only; val files held-out ones.
+One example per episode-ending step ``(instruction, history, state, action) -> success`` (``terminated``,
+not a step-limit truncation; ``history``: the episode's earlier valid actions), and with ``verbs`` one per
+step whose command starts with one of them, ended or not (ALFWorld ends only on a win, so its losing
+placements, ``move``, are steps that do not end); the judge (:class:`dreamgym.modeling.judge.RewardJudge`)
+builds its text pair from it. Identical steps are kept once (the oracle expert buys the same page again
+and again). Train files must hold train-split episodes only; val files held-out ones.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,28 +27,39 @@ from dreamgym.seeding import run_seed
 __all__ = ["TerminalStepDataModule", "terminal_examples"]
 
 
-def terminal_examples(trajectories: list[Trajectory], dedupe: bool = True) -> list[dict[str, Any]]:
-    """``{"instruction", "state", "action", "label", "policy", "task_id"}`` for every terminal step
-    (``label``: 1.0 for a success, else 0.0); ``dedupe`` keeps identical steps once."""
+def terminal_examples(
+    trajectories: list[Trajectory], dedupe: bool = True, verbs: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """``{"instruction", "history", "state", "action", "label", "policy", "task_id", "trajectory_id"}`` for every terminal
+    step and, with ``verbs``, every valid step whose command's first word is one of them (``label``: 1.0 for
+    a success, else 0.0; ``history``: the episode's earlier valid actions); ``dedupe`` keeps identical
+    steps once (same instruction, state and action; with ``verbs`` also the same history)."""
     out, seen = [], set()
+    verbs = frozenset(verbs or ())
     for traj in trajectories:
+        history: list[str] = []
         for t in traj.transitions:
-            if t.invalid or not terminated_of(t.done, t.truncated):
+            if t.invalid:
                 continue
-            key = (traj.instruction, t.state, t.action)
-            if dedupe and key in seen:
-                continue
-            seen.add(key)
-            out.append(
-                {
-                    "instruction": traj.instruction,
-                    "state": t.state,
-                    "action": t.action,
-                    "label": float(is_success(t.reward, True)),
-                    "policy": traj.policy,
-                    "task_id": traj.task_id,
-                }
-            )
+            ended = terminated_of(t.done, t.truncated)
+            if ended or t.action.split()[:1] and t.action.split()[0] in verbs:
+                # with verbs the history is part of a step's identity (it decides an ALFWorld win)
+                key = (traj.instruction, t.state, t.action, tuple(history) if verbs else ())
+                if not (dedupe and key in seen):
+                    seen.add(key)
+                    out.append(
+                        {
+                            "instruction": traj.instruction,
+                            "history": list(history),
+                            "state": t.state,
+                            "action": t.action,
+                            "label": float(is_success(t.reward, ended)),
+                            "policy": traj.policy,
+                            "task_id": traj.task_id,
+                            "trajectory_id": traj.trajectory_id,
+                        }
+                    )
+            history.append(t.action)
     return out
 
 
@@ -85,6 +99,8 @@ class TerminalStepDataModule(L.LightningDataModule):
         max_train_examples: cap on train examples (a fixed random subset; None: all).
         num_workers: dataloader workers.
         seed: seed of the batch order and the subsets (None: the run's seed).
+        verbs: besides the terminal steps, every step whose command starts with one of these words
+            (ALFWorld: ``[move, use, take]``, the commands that win or lose a game; None: terminal steps only).
     """
 
     def __init__(
@@ -97,6 +113,7 @@ class TerminalStepDataModule(L.LightningDataModule):
         max_train_examples: int | None = None,
         num_workers: int = 0,
         seed: int | None = None,
+        verbs: list[str] | None = None,
     ):
         super().__init__()
         if batch_size < 1 or eval_batch_size < 1:
@@ -106,20 +123,22 @@ class TerminalStepDataModule(L.LightningDataModule):
         self.train_files, self.val_files = list(train_files), list(val_files or [])
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.max_val_examples, self.max_train_examples = max_val_examples, max_train_examples
-        self.num_workers, self.seed = num_workers, seed
+        self.num_workers, self.seed, self.verbs = num_workers, seed, list(verbs or [])
         self.train: list[dict[str, Any]] = []
         self.val: list[dict[str, Any]] = []
 
     def setup(self, stage: str | None = None) -> None:
         seed = run_seed(self.seed)
         if not self.train and stage in (None, "fit"):
-            self.train = _subset(terminal_examples(_read(self.train_files, "train_files", "train")),
+            self.train = _subset(terminal_examples(_read(self.train_files, "train_files", "train"), verbs=self.verbs),
                                  self.max_train_examples, seed)  # fmt: skip
             if not self.train:
                 raise ValueError(f"train_files={self.train_files} hold no terminal steps to learn from")
         if not self.val and self.val_files:
             self.val = _subset(
-                terminal_examples(_read(self.val_files, "val_files", None)), self.max_val_examples, seed
+                terminal_examples(_read(self.val_files, "val_files", None), verbs=self.verbs),
+                self.max_val_examples,
+                seed,
             )
 
     def label_counts(self) -> dict[str, int]:

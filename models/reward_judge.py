@@ -72,8 +72,9 @@ class RewardJudgeFit(L.LightningModule):
 
     def _logits_labels(self, batch: list[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
         enc = self.judge.encode(
-            [e["instruction"] for e in batch], [e["state"] for e in batch], [e["action"] for e in batch]
-        )
+            [e["instruction"] for e in batch], [e["state"] for e in batch], [e["action"] for e in batch],
+            [e.get("history", ()) for e in batch],
+        )  # fmt: skip
         labels = torch.tensor([e["label"] for e in batch], dtype=torch.float32, device=self.device)
         return self.judge(**enc).float(), labels
 

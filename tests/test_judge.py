@@ -42,10 +42,11 @@ class FixedJudge(RewardJudge):
     def __init__(self, p: float):
         base = tiny_judge()
         super().__init__(base.model, base.tokenizer, base.env, base.max_length, base.threshold)
-        self.p, self.asked = p, []
+        self.p, self.asked, self.histories = p, [], []
 
-    def predict_proba(self, instructions, states, actions, batch_size=64):
+    def predict_proba(self, instructions, states, actions, batch_size=64, histories=None):
         self.asked += list(actions)
+        self.histories += [list(h) for h in histories]
         return [self.p] * len(actions)
 
 
@@ -65,7 +66,7 @@ def test_save_load_round_trip_alone_and_inside_the_experience_model(tmp_path):
     args = (["i want a red shirt"] * 2, [ITEM_PAGE, DONE_PAGE], ["click[buy now]"] * 2)
     before = judge.predict_proba(*args)
     loaded = RewardJudge.from_pretrained(judge.save_pretrained(tmp_path / "judge"))
-    assert loaded.settings() == {"env": "webshop", "max_length": 64, "threshold": 0.3}
+    assert loaded.settings() == {"env": "webshop", "max_length": 64, "threshold": 0.3, "failure_ends": True}
     assert loaded.predict_proba(*args) == pytest.approx(before, abs=1e-6)
 
     em = ScriptedExperience([])
@@ -102,6 +103,7 @@ def test_reward_switch_judge_decides_terminal_steps_and_the_text_agrees(p, rewar
     )
     assert reasoning.count("the reward is") == 1 and "checks pass" not in reasoning
     assert f"[score] {1.0 if reward else p:.4f}" in as_text_list(out["observation"])[0]
+    assert em.judge.histories == [[]]  # the episode's earlier actions reach the judge (none here)
     # generated: the model's own verdict, and the judge is not asked
     out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="generated"))
     assert out["reward"].item() == 1.0 and em.judge.asked == ["click[buy now]"]
@@ -265,4 +267,53 @@ def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_the
         f"--data.init_args.train_files=[{out},{d / 'train.jsonl'},{d / 'roll.jsonl'}]",
         f"--data.init_args.val_files=[{d / 'test.jsonl'}]",
         "--trainer.max_steps=5",
+    ]
+
+
+def test_alfworld_view_is_the_decisive_commands_and_a_loss_need_not_end_the_game():
+    """ALFWorld's judge reads what was done (take / heat / move ...), never the state; a step it overrules
+    to a loss keeps the game running where only a win ends one (``failure_ends=False``)."""
+    history = ["go to countertop 2", "take cup 1 from countertop 2", "go to microwave 1", "open microwave 1",
+               "heat cup 1 with microwave 1", "examine cup 1", "go to fridge 1"]  # fmt: skip
+    a, b = judge_inputs(
+        "put a hot cup in fridge", "You arrive at fridge 1.", "move cup 1 to fridge 1", "alfworld", history
+    )
+    assert a == "put a hot cup in fridge"
+    assert b == "take cup 1 from countertop 2; heat cup 1 with microwave 1 | action: move cup 1 to fridge 1"
+    assert judge_inputs("put a cup in fridge", "x", "take cup 1 from table 1", "alfworld")[1].startswith(
+        "nothing taken or used yet | action:"
+    )
+    won = ParsedOutcome(True, "You move the cup 1 to the fridge 1.", 1.0, True, 1.0, "The goal holds.")
+    lost = judged_outcome(won, 0.2, failure_ends=False)
+    assert (lost.reward, lost.done, lost.score) == (0.0, False, 0.0)
+    assert lost.reasoning.endswith("so the score is 0.00 and the reward is 0.")
+    kept = judged_outcome(won, 0.8, failure_ends=False)
+    assert (kept.reward, kept.done, kept.score) == (1.0, True, 1.0)
+    assert judged_outcome(won, 0.2).done  # WebShop: a purchase ends the episode whatever it earns
+
+
+def test_terminal_examples_with_verbs_keep_losing_placements_and_their_history():
+    from datamodules.terminal_steps import terminal_examples
+
+    def step(i, action, reward=0.0, done=False, invalid=False):
+        return Transition(task_id="t", instruction="put a cup in fridge", step=i, state=f"s{i}", action=action,
+                          next_state=f"s{i + 1}", reward=reward, done=done, invalid=invalid)  # fmt: skip
+
+    traj = Trajectory(trajectory_id="e", task_id="t", instruction="put a cup in fridge", env="alfworld", split="train",
+                      source="offline", policy="near_miss",
+                      transitions=[step(0, "take cup 1 from table 1"), step(1, "jump", invalid=True),
+                                   step(2, "move cup 1 to sinkbasin 1"), step(3, "take cup 1 from sinkbasin 1"),
+                                   step(4, "move cup 1 to fridge 1", 1.0, True)])  # fmt: skip
+    assert [(e["action"], e["label"]) for e in terminal_examples([traj])] == [("move cup 1 to fridge 1", 1.0)]
+    ex = terminal_examples([traj], verbs=["move", "take"])
+    assert [(e["action"].split()[0], e["label"]) for e in ex] == [
+        ("take", 0.0),
+        ("move", 0.0),
+        ("take", 0.0),
+        ("move", 1.0),
+    ]
+    assert ex[-1]["history"] == [
+        "take cup 1 from table 1",
+        "move cup 1 to sinkbasin 1",
+        "take cup 1 from sinkbasin 1",
     ]

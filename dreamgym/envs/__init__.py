@@ -10,13 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from dreamgym._imports import resolve
+from dreamgym.envs.alfworld.judging import alfworld_step_view
 from dreamgym.envs.base import TextEnvBase
 from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
 from dreamgym.envs.registry import exported_env_classes, make_env, register_env, registered_envs
 from dreamgym.envs.webshop.checks import webshop_page_summary
 from dreamgym.modeling.judge import register_page_view
 
-register_page_view("webshop", webshop_page_summary)  # the reward judge's view of a WebShop page
+# the reward judge's view of a step: a WebShop page's facts; an ALFWorld episode's decisive commands
+register_page_view("webshop", lambda instruction, state, history: webshop_page_summary(instruction, state))
+register_page_view("alfworld", alfworld_step_view)
 
 __all__ = [
     "TextEnvBase", "EnvFactory", "SyntheticEnvFactory", "make_env", "register_env", "registered_envs",

@@ -303,10 +303,11 @@ class ExperienceModel:
             [queries[i].instruction for i in ended],
             [queries[i].state for i in ended],
             [queries[i].action for i in ended],
+            histories=[queries[i].history for i in ended],
         )
         out = list(outcomes)
         for i, p in zip(ended, probs, strict=True):
-            out[i] = judged_outcome(outcomes[i], p, self.judge.threshold)
+            out[i] = judged_outcome(outcomes[i], p, self.judge.threshold, self.judge.failure_ends)
         return out
 
     def parse(self, texts: list[str]) -> list[ParsedOutcome]:

@@ -70,30 +70,35 @@ def check_reward_mode(reward: str, field: str = "reward") -> str:
     return reward
 
 
-PAGE_VIEWS: dict[str, Callable[[str, str], str]] = {}
-"""Per env, the judge's one-line view of a state bought from (``view(instruction, state)``); an env package
-registers its own (:func:`register_page_view`: WebShop's in ``dreamgym.envs.webshop``), since the modeling
-layer does not import envs. Envs without one: the state on one line."""
+PAGE_VIEWS: dict[str, Callable[[str, str, Sequence[str]], str]] = {}
+"""Per env, the judge's one-line view of the step it judges (``view(instruction, state, history)``, history:
+the episode's earlier valid actions, oldest first); an env package registers its own
+(:func:`register_page_view`: WebShop's page facts and ALFWorld's decisive actions, in ``dreamgym.envs``),
+since the modeling layer does not import envs. Envs without one: the state on one line."""
 
 
-def register_page_view(env: str, view: Callable[[str, str], str]) -> None:
-    """Make ``view(instruction, state)`` the judge's input for ``env``'s states."""
+def register_page_view(env: str, view: Callable[[str, str, Sequence[str]], str]) -> None:
+    """Make ``view(instruction, state, history)`` the judge's input for ``env``'s steps."""
     PAGE_VIEWS[env] = view
 
 
-def judge_inputs(instruction: str, state: str, action: str, env: str = "webshop") -> tuple[str, str]:
-    """The judge's text pair ``(text_a, text_b)`` for taking ``action`` in ``state`` under ``instruction``.
+def judge_inputs(
+    instruction: str, state: str, action: str, env: str = "webshop", history: Sequence[str] = ()
+) -> tuple[str, str]:
+    """The judge's text pair ``(text_a, text_b)`` for taking ``action`` in ``state`` under ``instruction``
+    after the episode's earlier actions ``history``.
 
-    The state goes through ``env``'s registered page view (:data:`PAGE_VIEWS`; WebShop: its product facts
-    and chosen options), else it is put on one line.
+    The step goes through ``env``'s registered view (:data:`PAGE_VIEWS`; WebShop: the product facts and
+    chosen options of the page; ALFWorld: the actions that take, change and place objects), else the
+    state is put on one line.
     """
-    if env == "webshop" and env not in PAGE_VIEWS:  # a bundled env's view must not silently go missing
+    if env in ("webshop", "alfworld") and env not in PAGE_VIEWS:  # a bundled env's view must not go missing
         raise RuntimeError(
-            "the judge's WebShop page view is not registered: `import dreamgym.envs.webshop` first "
+            f"the judge's {env} view is not registered: `import dreamgym.envs` first "
             "(the env package registers it; the modeling layer does not import envs)"
         )
     view = PAGE_VIEWS.get(env)
-    page = view(instruction, state) if view is not None else " ".join(state.split())
+    page = view(instruction, state, history) if view is not None else " ".join(state.split())
     return " ".join(instruction.split()), f"{page} | action: {' '.join(action.split())}"
 
 
@@ -110,6 +115,9 @@ class JudgeBackbone:
         env: the env whose terminal steps it judges (chooses :func:`judge_inputs`' page summary).
         max_length: longest input pair in tokens (the page summary is cut first).
         threshold: ``P(success) >= threshold`` is a success.
+        failure_ends: whether a step the judge overrules to a failure still ends the episode: True where
+            the env ends on failure too (a WebShop purchase), False where only a win ends it (ALFWorld: a
+            wrong placement leaves the game running, as in the real env).
     """
 
     path: str | None = None
@@ -117,6 +125,7 @@ class JudgeBackbone:
     env: str = "webshop"
     max_length: int = 160
     threshold: float = 0.5
+    failure_ends: bool = True
 
     def __post_init__(self) -> None:
         problems = []
@@ -167,7 +176,7 @@ class JudgeBackbone:
                 model = AutoModelForSequenceClassification.from_pretrained(source, num_labels=1)
             finally:
                 logging.set_verbosity(quiet)
-        return RewardJudge(model, tokenizer, self.env, self.max_length, self.threshold)
+        return RewardJudge(model, tokenizer, self.env, self.max_length, self.threshold, self.failure_ends)
 
 
 def _minilm_path() -> Path:
@@ -189,9 +198,18 @@ class RewardJudge(torch.nn.Module):
         env: the env whose terminal steps it judges.
         max_length: longest input pair in tokens.
         threshold: ``P(success) >= threshold`` is a success.
+        failure_ends: whether a step overruled to a failure still ends the episode (:class:`JudgeBackbone`).
     """
 
-    def __init__(self, model, tokenizer, env: str = "webshop", max_length: int = 160, threshold: float = 0.5):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        env: str = "webshop",
+        max_length: int = 160,
+        threshold: float = 0.5,
+        failure_ends: bool = True,
+    ):
         super().__init__()
         if getattr(model.config, "num_labels", 1) != 1:
             raise ValueError(
@@ -199,17 +217,25 @@ class RewardJudge(torch.nn.Module):
             )
         self.model, self.tokenizer = model, tokenizer
         self.env, self.max_length, self.threshold = env, int(max_length), float(threshold)
+        self.failure_ends = bool(failure_ends)
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
     def encode(
-        self, instructions: Sequence[str], states: Sequence[str], actions: Sequence[str]
+        self,
+        instructions: Sequence[str],
+        states: Sequence[str],
+        actions: Sequence[str],
+        histories: Sequence[Sequence[str]] | None = None,
     ) -> dict[str, torch.Tensor]:
-        """Token tensors of the text pairs (:func:`judge_inputs`), page summary cut first, on the judge's device."""
+        """Token tensors of the text pairs (:func:`judge_inputs`; ``histories``: each step's earlier actions,
+        None: none), page summary cut first, on the judge's device."""
+        histories = histories if histories is not None else [()] * len(instructions)
         pairs = [
-            judge_inputs(i, s, a, self.env) for i, s, a in zip(instructions, states, actions, strict=True)
+            judge_inputs(i, s, a, self.env, h)
+            for i, s, a, h in zip(instructions, states, actions, histories, strict=True)
         ]
         enc = self.tokenizer(
             [a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first", max_length=self.max_length,
@@ -223,23 +249,31 @@ class RewardJudge(torch.nn.Module):
 
     @torch.no_grad()
     def predict_proba(
-        self, instructions: Sequence[str], states: Sequence[str], actions: Sequence[str], batch_size: int = 64
+        self,
+        instructions: Sequence[str],
+        states: Sequence[str],
+        actions: Sequence[str],
+        batch_size: int = 64,
+        histories: Sequence[Sequence[str]] | None = None,
     ) -> list[float]:
-        """``P(success)`` of each step (eval mode, no gradients, batches of ``batch_size``)."""
+        """``P(success)`` of each step (eval mode, no gradients, batches of ``batch_size``; ``histories`` as
+        in :meth:`encode`)."""
+        histories = histories if histories is not None else [()] * len(instructions)
         was_training = self.model.training
         self.model.eval()
         out: list[float] = []
         try:
             for i in range(0, len(instructions), batch_size):
                 sl = slice(i, i + batch_size)
-                logits = self(**self.encode(instructions[sl], states[sl], actions[sl]))
+                logits = self(**self.encode(instructions[sl], states[sl], actions[sl], histories[sl]))
                 out += torch.sigmoid(logits.float()).tolist()
         finally:
             self.model.train(was_training)
         return out
 
     def settings(self) -> dict[str, Any]:
-        return {"env": self.env, "max_length": self.max_length, "threshold": self.threshold}
+        return {"env": self.env, "max_length": self.max_length, "threshold": self.threshold,
+                "failure_ends": self.failure_ends}  # fmt: skip
 
     def save_pretrained(self, path: str | os.PathLike) -> Path:
         """Write the model, tokenizer and :data:`JUDGE_FILE` to ``path``."""
@@ -276,18 +310,27 @@ _VERDICT = re.compile(
 _SCORE_LINE = re.compile(r"^\[score\] .*$", re.M)
 
 
-def judged_outcome(pred: ParsedOutcome, p_success: float, threshold: float = 0.5) -> ParsedOutcome:
+def judged_outcome(
+    pred: ParsedOutcome, p_success: float, threshold: float = 0.5, failure_ends: bool = True
+) -> ParsedOutcome:
     """``pred`` (a terminal step the experience model wrote) with the judge's verdict.
 
     The reward is ``1`` iff ``p_success >= threshold``; the score is ``1.0`` for a success, else the
-    generated score when it is below 1 (a partial match), else ``p_success``. The reasoning's own verdict
-    (the teacher's "N/M checks pass, so the score is S and the reward is R.") is replaced by the judge's
+    generated score when it is below 1 (a partial match), else ``p_success``. Without ``failure_ends``
+    (an env that only ends on a win, ALFWorld) a failure does not end the episode (done False, score 0).
+    The reasoning's own verdict (the teacher's "N/M checks pass, so the score is S and the reward is R.") is replaced by the judge's
     sentence; where the judge overrules the generated reward, the generated checks that led to the other
     verdict (from ``Checks:`` on) go too. A ``[score]`` line of the next state (WebShop's done page) is
     rewritten. So the text never contradicts the reward.
     """
     success = p_success >= threshold
-    score = 1.0 if success else (pred.score if pred.score < 1.0 else float(p_success))
+    done = pred.done and (success or failure_ends)
+    if success:
+        score = 1.0
+    elif not done:  # the game goes on: nothing is scored yet
+        score = 0.0
+    else:
+        score = pred.score if pred.score < 1.0 else float(p_success)
     verdict = (
         f"The reward judge gives P(success) = {p_success:.2f}, so the score is {score:.2f} and the reward "
         f"is {int(success)}."
@@ -301,5 +344,5 @@ def judged_outcome(pred: ParsedOutcome, p_success: float, threshold: float = 0.5
     reasoning = f"{kept} {verdict}".strip()
     next_state = _SCORE_LINE.sub(f"[score] {score:.4f}", pred.next_state)
     return dataclasses.replace(
-        pred, reward=float(success), score=score, reasoning=reasoning, next_state=next_state
+        pred, reward=float(success), score=score, done=done, reasoning=reasoning, next_state=next_state
     )
