@@ -317,3 +317,12 @@ def test_terminal_examples_with_verbs_keep_losing_placements_and_their_history()
         "move cup 1 to sinkbasin 1",
         "take cup 1 from sinkbasin 1",
     ]
+
+
+def test_a_loss_the_judge_finds_keeps_the_synthetic_episode_running_without_failure_ends():
+    generated = build_target(DONE_PAGE, 1, True, 1, reasoning=ACCEPTING)
+    em = ScriptedExperience([generated])
+    em.judge = FixedJudge(0.1)
+    em.judge.failure_ends = False
+    out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="judge"))
+    assert out["reward"].item() == 0.0 and not out["done"].item() and em.judge.asked == ["click[buy now]"]
