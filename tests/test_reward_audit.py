@@ -77,6 +77,12 @@ def test_replay_reproduces_recorded_episodes(real, trajs):
         r = replay_actions(real, real.task_index_of(t.task_id), [s.action for s in t.transitions])
         assert r.states == [s.next_state for s in t.transitions]
         assert r.success == t.success and r.steps == len(t.transitions)
+        assert r.invalid == [s.invalid for s in t.transitions]
+    t = trajs[0]
+    refused = replay_actions(
+        real, real.task_index_of(t.task_id), ["click[no such button]", t.transitions[0].action]
+    )
+    assert refused.invalid == [True, False]  # the real env's no-op is reported, step by step
 
 
 def test_audit_catches_a_wrong_reward_and_passes_a_faithful_one(real, trajs):

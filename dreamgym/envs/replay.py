@@ -6,7 +6,7 @@ actions played in the real env) and by tests that check an episode is reproducib
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dreamgym.envs.base import TextEnvBase
 from dreamgym.envs.episodes import Episode, run_episodes
@@ -23,6 +23,7 @@ class Replay:
     success: bool  # the last step taken ended the episode in success (False: it did not end it)
     score: float  # the env score of the last step taken
     terminated: bool  # the env ended the episode (not by the step limit)
+    invalid: list[bool] = field(default_factory=list)  # per step taken: the env refused the action (a no-op)
 
     @property
     def reward(self) -> float:
@@ -58,4 +59,4 @@ def replay_actions(env: TextEnvBase, task_index: int, actions: list[str], on_ste
     if not played:  # no action to apply: a reset only
         return Replay([], [], success=False, score=0.0, terminated=False)
     ep = played[0]
-    return Replay(ep.states[1:], ep.rewards, ep.success, ep.scores[-1], ep.terminated)
+    return Replay(ep.states[1:], ep.rewards, ep.success, ep.scores[-1], ep.terminated, list(ep.invalid))

@@ -1,0 +1,173 @@
+"""Why synthetic wins are not real: replay the synthetic episodes a DreamGym fit wrote back to its buffer.
+
+    python scripts/replay_synthetic_buffer.py --env alfworld \\
+        --ckpt artifacts/benchmark_alfworld/dreamgym_grpo/s0/tb/version_0/checkpoints/last.ckpt \\
+        --judge artifacts/alfworld/reward_judge --out benchmarks/results/alfworld_synthetic_wins.json
+
+A synthetic env with ``write_back: true`` adds every step it simulates to its replay buffer, which the
+fit's checkpoint keeps (``dreamgym_rl.replay_buffers``). This groups those steps into episodes (by
+``trajectory_id``, in step order), replays each episode's actions in the real env on the same train task
+(:func:`dreamgym.envs.replay.replay_actions`; the bundled envs are deterministic) and sorts the synthetic
+wins into:
+
+- ``real_win``: the real env wins too;
+- ``world``: the real env refused one of the episode's actions ("Nothing happens."): the synthetic world
+  had drifted from the real one (an object where there is none, a receptacle not reached), so no judge
+  of the final step can tell;
+- ``judgement``: every action was valid in the real env and the game was still not won: the final step
+  was misjudged (a wrong object, receptacle or missing change).
+
+With ``--experience DIR`` (an exported experience model), the retrieval check: for the synthetic steps
+that reveal a place (``go to R`` / ``open R``, whose next state lists what lies there in *this* game), the
+share whose top-``k`` retrieved neighbours (the model's own ``k``, the synthetic env's query) hold a real
+step of the same game with the same action, against the share for which the model's buffer holds one.
+
+With ``--judge``, each class gets the reward judge's verdict on the winning step (what a ``reward:
+judge`` run would have paid); the audit of the fit (``sim/audit_*``) sees the same split on 8 episodes an
+iteration. Episodes whose steps are not all in the buffer (a step the experience model cut is not
+written back) are counted and skipped. Invalid (no-op) actions are never written back; in the real env
+they would change nothing but the step count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections import defaultdict
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch
+
+from dreamgym.envs.registry import make_env
+from dreamgym.envs.replay import replay_actions
+from dreamgym.provenance import result_meta, write_result
+
+CLASSES = ("real_win", "world", "judgement")
+
+
+def synthetic_episodes(ckpt: str) -> tuple[list[dict], int]:
+    """The complete synthetic episodes in ``ckpt``'s written-back buffers (oldest first) and the count of
+    incomplete ones: ``{"task_id", "instruction", "actions", "success"}``."""
+    state = torch.load(ckpt, map_location="cpu", weights_only=False).get("dreamgym_rl") or {}
+    steps: dict[str, list[dict]] = defaultdict(list)
+    for buf in state.get("replay_buffers", {}).values():
+        for t in buf["transitions"]:
+            if str(t.get("source")) == "synthetic":
+                steps[str(t["trajectory_id"])].append(t)
+    out, incomplete = [], 0
+    for trans in steps.values():
+        trans.sort(key=lambda t: int(t["step"]))
+        if [int(t["step"]) for t in trans] != list(range(len(trans))):
+            incomplete += 1
+            continue
+        last = trans[-1]
+        out.append({"task_id": str(last["task_id"]), "instruction": str(last["instruction"]),
+                    "actions": [str(t["action"]) for t in trans], "success": str(last["success"]) == "True"})  # fmt: skip
+    return out, incomplete
+
+
+def retrieval_check(experience_dir: str, ckpt: str, sample: int, seed: int = 0) -> dict:
+    """Whether retrieval shows the experience model the same game's real step (module docstring)."""
+    import random
+    import re
+
+    from dreamgym.modeling.experience import ExperienceModel
+
+    em = ExperienceModel.from_pretrained(experience_dir)
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)["dreamgym_rl"]
+    reveal = re.compile(r"^(go to|open) [a-z]+ \d+$")
+    steps = [t for buf in state["replay_buffers"].values() for t in buf["transitions"]
+             if str(t.get("source")) == "synthetic" and reveal.match(str(t["action"]))]  # fmt: skip
+    random.Random(seed).shuffle(steps)
+    steps = steps[:sample]
+    hits = em.buffer.search([str(t["state"]) for t in steps], [str(t["action"]) for t in steps], em.fmt.k)
+    real = {(t.task_id, t.action) for t in em.buffer.transitions}
+    shown = sum(any((h.task_id, h.action) == (t["task_id"], t["action"]) for h in hs)
+                for hs, t in zip(hits, steps, strict=True))  # fmt: skip
+    held = sum((t["task_id"], t["action"]) in real for t in steps)
+    return {
+        "steps": len(steps),
+        "k": em.fmt.k,
+        "same_game_step_retrieved": shown,
+        "same_game_step_in_buffer": held,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ckpt", required=True, help="a DreamGym fit's checkpoint (write_back: true)")
+    ap.add_argument("--env", default="alfworld", help="the real env the synthetic env imitates")
+    ap.add_argument("--max-steps", type=int, default=50, help="the real env's step limit")
+    ap.add_argument("--judge", default=None, help="a saved reward judge to ask about each synthetic win")
+    ap.add_argument("--examples", type=int, default=3, help="episodes kept per class as examples")
+    ap.add_argument("--experience", default=None, help="an exported experience model: the retrieval check")
+    ap.add_argument(
+        "--retrieval-sample", type=int, default=400, help="synthetic steps the retrieval check asks"
+    )
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    import dreamgym.envs  # noqa: F401  (registers the judge's views)
+
+    t0 = time.time()
+    episodes, incomplete = synthetic_episodes(args.ckpt)
+    real = make_env(args.env, batch_size=[1], split="train", max_steps=args.max_steps)
+    judge = None
+    if args.judge:
+        from dreamgym.modeling.judge import RewardJudge
+
+        judge = RewardJudge.from_pretrained(args.judge)
+    counts = {c: 0 for c in CLASSES}
+    judged = {c: 0 for c in CLASSES}
+    examples: dict[str, list] = {c: [] for c in CLASSES}
+    missing_task = real_wins_missed = 0
+    for ep in episodes:
+        task = real.task_index_of(ep["task_id"])
+        if task is None:
+            missing_task += 1
+            continue
+        replay = replay_actions(real, task, ep["actions"])
+        if not ep["success"]:
+            real_wins_missed += int(replay.success)
+            continue
+        refused = [i for i, bad in enumerate(replay.invalid) if bad]
+        kind = "real_win" if replay.success else ("world" if refused else "judgement")
+        counts[kind] += 1
+        if judge is not None:
+            p = judge.predict_proba(
+                [ep["instruction"]], [""], [ep["actions"][-1]], histories=[ep["actions"][:-1]]
+            )[0]
+            judged[kind] += int(p >= judge.threshold)
+        if len(examples[kind]) < args.examples:
+            examples[kind].append({"instruction": ep["instruction"], "actions": ep["actions"],
+                                   "first_refused": refused[0] if refused else None})  # fmt: skip
+    wins = sum(counts.values())
+    retrieval = (
+        retrieval_check(args.experience, args.ckpt, args.retrieval_sample) if args.experience else None
+    )
+    result = {
+        "_meta": {
+            **result_meta("scripts/replay_synthetic_buffer.py", argv),
+            "ckpt": args.ckpt,
+            "judge": args.judge,
+            "wall_s": round(time.time() - t0, 1),
+        },  # fmt: skip
+        "episodes": len(episodes),
+        "incomplete_episodes": incomplete,
+        "episodes_without_real_task": missing_task,
+        "synthetic_wins": wins,
+        "synthetic_losses_won_in_real_env": real_wins_missed,
+        "wins_by_class": counts,
+        "judge_pays_by_class": judged if judge is not None else None,
+        "retrieval": retrieval,
+        "examples": examples,
+    }
+    write_result(args.out, result, indent=2)
+    print(json.dumps({k: v for k, v in result.items() if k not in ("examples", "_meta")}, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
