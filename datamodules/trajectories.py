@@ -100,8 +100,9 @@ def make_examples(
     if buffer is not None and fmt.k > 0 and len(buffer):
         ids = [t.task_id if exclude == "task" else t.trajectory_id for _, t in pairs]
         neighbours = buffer.search(
-            [t.state for _, t in pairs], [t.action for _, t in pairs], fmt.k, exclude=exclude, query_ids=ids
-        )
+            [t.state for _, t in pairs], [t.action for _, t in pairs], fmt.k, exclude=exclude, query_ids=ids,
+            prefer_tasks=[t.task_id for _, t in pairs] if fmt.same_task_first else None,
+        )  # fmt: skip
     else:
         neighbours = [[] for _ in pairs]
     return [_example(fmt, traj, t, nb) for (traj, t), nb in zip(pairs, neighbours, strict=True)]
@@ -165,6 +166,8 @@ class TrajectoryDataModule(L.LightningDataModule):
             near-duplicates within this cosine distance (``ReplayBuffer.bucket_radius``; for buffers that
             grow towards a million transitions). Saved with the buffer, so the synthetic env searches alike.
         exclude: what a train transition may not retrieve: "trajectory" (its episode), "task", "self", "none".
+        same_task_first: the same task's real steps with the same action lead the neighbours (another
+            episode's of the task in training; ``ExperienceFormat.same_task_first``, saved with the model).
         skip_invalid: leave out transitions whose action was invalid (no-ops, handled without the model).
         batch_size: train batch size.
         eval_batch_size: val/test batch size.
@@ -195,6 +198,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         action_weight: float = 0.5,
         bucket_radius: float = 0.0,
         exclude: str = "trajectory",
+        same_task_first: bool = False,
         skip_invalid: bool = True,
         batch_size: int = 8,
         eval_batch_size: int = 16,
@@ -223,6 +227,7 @@ class TrajectoryDataModule(L.LightningDataModule):
             use_reasoning=use_reasoning,
             ref_state_chars=ref_state_chars,
             ref_next_chars=ref_next_chars,
+            same_task_first=same_task_first,
         )
         self.encoder_name, self.action_weight, self.exclude = encoder, action_weight, exclude
         if not 0 <= bucket_radius < 2:

@@ -213,7 +213,9 @@ def teacher_forced_queries(
                 continue
             history = [x.action for x in traj.transitions[: t.step]]
             queries.append(
-                ExperienceQuery(traj.instruction, history, t.state, t.action, exclude_id=traj.trajectory_id)
+                ExperienceQuery(
+                    traj.instruction, history, t.state, t.action, traj.trajectory_id, traj.task_id
+                )
             )
             asked.append(t)
     return queries, asked
@@ -264,6 +266,7 @@ def open_loop_eval(
                 r["state"],
                 r["steps"][r["i"]].action,
                 exclude_id=r["traj"].trajectory_id,
+                task_id=r["traj"].task_id,
             )
             for r in active
         ]

@@ -59,6 +59,34 @@ def test_search_excludes_own_trajectory_and_self(buf):
     assert {h.task_id for h in hits} == {"t1", "t2"}
 
 
+def test_same_task_steps_lead_the_neighbours_within_the_exclusions(buf):
+    """``prefer_tasks``: the task's real steps with the query's action come first (ALFWorld: what a place
+    holds is per game), then the most similar; its own episode stays excluded, written-back synthetic
+    steps are never preferred, and a step added later is found."""
+    q_state, q_action = "item page blue pants size 32", "click[buy now]"
+    plain = buf.search([q_state], [q_action], k=2, exclude="none")[0]
+    assert [h.trajectory_id for h in plain] == ["C", "D"]
+    first = buf.search([q_state], [q_action], k=2, exclude="none", prefer_tasks=["t2"])[0]
+    assert [h.trajectory_id for h in first] == ["D", "C"]
+    assert (
+        buf.search([q_state], [q_action], k=2, exclude="trajectory", query_ids=["D"], prefer_tasks=["t2"])[0][
+            0
+        ].trajectory_id
+        == "C"
+    )  # its own episode is still out
+    assert (
+        buf.search([q_state], ["click[b01]"], k=1, exclude="none", prefer_tasks=["t0"])[0][0].trajectory_id
+        == "A"
+    )
+    assert buf.search([q_state], [q_action], k=2, exclude="none", prefer_tasks=[None]) == [plain]
+    synthetic = _t("S", 0, "anything", "click[buy now]", "t9")
+    synthetic.source = "synthetic"
+    buf.add([synthetic, _t("E", 0, "item page for t9", "click[buy now]", "t9")])
+    assert (
+        buf.search([q_state], [q_action], k=1, exclude="none", prefer_tasks=["t9"])[0][0].trajectory_id == "E"
+    )
+
+
 def test_batched_search_and_incremental_add(buf):
     res = buf.search(["a", "b", "c"], ["x", "y", "z"], k=2, exclude="none")
     assert len(res) == 3 and all(len(r) == 2 for r in res)
@@ -153,3 +181,24 @@ def test_bucket_index_groups_near_duplicates_and_scores_buckets_exactly(tmp_path
 def _saved(index, path):
     index.save(path)
     return load_index(path, index.ndim)
+
+
+def test_sft_examples_and_the_saved_format_carry_same_task_first():
+    from datamodules.trajectories import make_examples
+    from dreamgym.modeling.formats import ExperienceFormat
+    from dreamgym.schema import Trajectory
+
+    def traj(tid, task, state):
+        return Trajectory(tid, task, "put a mug in shelf", "alfworld", "train", "offline", "expert",
+                          [_t(tid, 0, state, "go to shelf 1", task)])  # fmt: skip
+
+    trajs = [traj("A", "g1", "you are in the kitchen"), traj("B", "g1", "a room with a sofa"),
+             traj("C", "g2", "you are in the kitchen")]  # fmt: skip
+    buf = ReplayBuffer(HashingEncoder(dim=64))
+    for t in trajs:
+        buf.add(t.transitions)
+    plain = make_examples(trajs[:1], ExperienceFormat(k=1), buf)[0]
+    assert plain["neighbour_ids"] == ["C"]  # the most similar state, another game
+    fmt = ExperienceFormat(k=1, same_task_first=True)
+    assert make_examples(trajs[:1], fmt, buf)[0]["neighbour_ids"] == ["B"]  # the same game's other episode
+    assert ExperienceFormat.from_dict(fmt.to_dict()) == fmt

@@ -288,6 +288,7 @@ class SyntheticEnv(TextEnvBase):
                     self.current(s).observation,
                     a,
                     exclude_id=self._episode_ids[s],
+                    task_id=self._task[s].task_id,
                 )
                 for s, a in calls
             ]

@@ -88,6 +88,8 @@ class ExperienceQuery:
         state: current state s_t.
         action: action a_t.
         exclude_id: trajectory id whose transitions may not be retrieved (its own episode), if any.
+        task_id: the task's id, whose real steps retrieval puts first where the model was trained so
+            (``ExperienceFormat.same_task_first``), if any.
     """
 
     instruction: str
@@ -95,6 +97,7 @@ class ExperienceQuery:
     state: str
     action: str
     exclude_id: str | None = None
+    task_id: str | None = None
 
 
 class ExperienceModel:
@@ -225,6 +228,7 @@ class ExperienceModel:
                 self.fmt.k,
                 exclude="trajectory",
                 query_ids=[q.exclude_id for q in queries],
+                prefer_tasks=[q.task_id for q in queries] if self.fmt.same_task_first else None,
             )
         else:
             hits = [[] for _ in queries]

@@ -101,6 +101,9 @@ class ExperienceFormat:
         ref_state_chars: neighbours' states ``s`` are cut to this many characters.
         ref_next_chars: neighbours' next states ``s'`` are cut to this many characters.
         max_state_chars: the current state is cut to this many characters (0 = never cut).
+        same_task_first: the same task's real steps with the same action lead the neighbours
+            (:meth:`~dreamgym.retrieval.buffer.ReplayBuffer.search`'s ``prefer_tasks``): in training,
+            another episode's of the task; in the synthetic env, the real episodes' of the task it plays.
     """
 
     k: int = 3
@@ -109,6 +112,7 @@ class ExperienceFormat:
     ref_state_chars: int = 160
     ref_next_chars: int = 240
     max_state_chars: int = 0
+    same_task_first: bool = False
 
     def __post_init__(self) -> None:
         problems = [
