@@ -21,6 +21,10 @@ With ``--experience DIR`` (an exported experience model), the retrieval check: f
 that reveal a place (``go to R`` / ``open R``, whose next state lists what lies there in *this* game), the
 share whose top-``k`` retrieved neighbours (the model's own ``k``, the synthetic env's query) hold a real
 step of the same game with the same action, against the share for which the model's buffer holds one.
+With ``--retrieval-predict N`` it also asks the model for the next state of ``N`` of those steps whose game
+has such a real step, once with its own retrieval and once with the same game's steps first
+(``ExperienceFormat.same_task_first``), and scores each against that real next state (token F1, exact):
+whether the model, as trained, would use the fact if retrieval showed it.
 
 With ``--judge``, each class gets the reward judge's verdict on the winning step (what a ``reward:
 judge`` run would have paid); the audit of the fit (``sim/audit_*``) sees the same split on 8 episodes an
@@ -69,7 +73,7 @@ def synthetic_episodes(ckpt: str) -> tuple[list[dict], int]:
     return out, incomplete
 
 
-def retrieval_check(experience_dir: str, ckpt: str, sample: int, seed: int = 0) -> dict:
+def retrieval_check(experience_dir: str, ckpt: str, sample: int, predict: int = 0, seed: int = 0) -> dict:
     """Whether retrieval shows the experience model the same game's real step (module docstring)."""
     import random
     import re
@@ -88,12 +92,34 @@ def retrieval_check(experience_dir: str, ckpt: str, sample: int, seed: int = 0) 
     shown = sum(any((h.task_id, h.action) == (t["task_id"], t["action"]) for h in hs)
                 for hs, t in zip(hits, steps, strict=True))  # fmt: skip
     held = sum((t["task_id"], t["action"]) in real for t in steps)
-    return {
+    out = {
         "steps": len(steps),
         "k": em.fmt.k,
         "same_game_step_retrieved": shown,
         "same_game_step_in_buffer": held,
     }
+    if predict:
+        import dataclasses
+
+        from dreamgym.fidelity import token_f1
+        from dreamgym.modeling.experience import ExperienceQuery
+
+        asked = [t for t in steps if (t["task_id"], t["action"]) in real][:predict]
+        queries = [ExperienceQuery(str(t["instruction"]), [], str(t["state"]), str(t["action"]), task_id=str(t["task_id"]))
+                   for t in asked]  # fmt: skip
+        truth = [em.buffer.same_steps(str(t["task_id"]), str(t["action"]))[0].next_state for t in asked]
+        own = em.fmt
+        for name, fmt in (
+            ("own_retrieval", own),
+            ("same_game_first", dataclasses.replace(own, same_task_first=True)),
+        ):
+            em.fmt = fmt
+            preds = [p for i in range(0, len(queries), 16) for p in em.predict(queries[i : i + 16])]
+            f1 = [token_f1(p.next_state if p.ok else "", r) for p, r in zip(preds, truth, strict=True)]
+            exact = sum(p.ok and p.next_state.strip() == r.strip() for p, r in zip(preds, truth, strict=True))
+            out[name] = {"n": len(f1), "state_token_f1": sum(f1) / max(len(f1), 1), "exact": exact}
+        em.fmt = own
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -106,6 +132,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--experience", default=None, help="an exported experience model: the retrieval check")
     ap.add_argument(
         "--retrieval-sample", type=int, default=400, help="synthetic steps the retrieval check asks"
+    )
+    ap.add_argument(
+        "--retrieval-predict", type=int, default=0, help="of those, steps whose next state is predicted"
     )
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
@@ -144,9 +173,9 @@ def main(argv: list[str] | None = None) -> dict:
             examples[kind].append({"instruction": ep["instruction"], "actions": ep["actions"],
                                    "first_refused": refused[0] if refused else None})  # fmt: skip
     wins = sum(counts.values())
-    retrieval = (
-        retrieval_check(args.experience, args.ckpt, args.retrieval_sample) if args.experience else None
-    )
+    retrieval = None
+    if args.experience:
+        retrieval = retrieval_check(args.experience, args.ckpt, args.retrieval_sample, args.retrieval_predict)
     result = {
         "_meta": {
             **result_meta("scripts/replay_synthetic_buffer.py", argv),
