@@ -104,9 +104,16 @@ def retrieval_check(experience_dir: str, ckpt: str, sample: int, predict: int = 
         from dreamgym.fidelity import token_f1
         from dreamgym.modeling.experience import ExperienceQuery
 
+        episode: dict[str, dict[int, str]] = defaultdict(dict)  # the episode's actions before each step
+        for buf in state["replay_buffers"].values():
+            for t in buf["transitions"]:
+                episode[str(t["trajectory_id"])][int(t["step"])] = str(t["action"])
         asked = [t for t in steps if (t["task_id"], t["action"]) in real][:predict]
-        queries = [ExperienceQuery(str(t["instruction"]), [], str(t["state"]), str(t["action"]), task_id=str(t["task_id"]))
-                   for t in asked]  # fmt: skip
+        queries = [
+            ExperienceQuery(str(t["instruction"]), [episode[str(t["trajectory_id"])].get(i, "") for i in range(int(t["step"]))],
+                            str(t["state"]), str(t["action"]), task_id=str(t["task_id"]))
+            for t in asked
+        ]  # fmt: skip
         truth = [em.buffer.same_steps(str(t["task_id"]), str(t["action"]))[0].next_state for t in asked]
         own = em.fmt
         for name, fmt in (
