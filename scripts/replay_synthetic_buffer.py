@@ -13,7 +13,7 @@ wins into:
 - ``real_win``: the real env wins too;
 - ``world``: the real env refused one of the episode's actions ("Nothing happens."): the synthetic world
   had drifted from the real one (an object where there is none, a receptacle not reached), so no judge
-  of the final step can tell;
+  of the final step can tell (``world_first_refused_verb``: the verb of each one's first refused action);
 - ``judgement``: every action was valid in the real env and the game was still not won: the final step
   was misjudged (a wrong object, receptacle or missing change).
 
@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
     judged = {c: 0 for c in CLASSES}
     examples: dict[str, list] = {c: [] for c in CLASSES}
     missing_task = real_wins_missed = 0
+    first_refused: dict[str, int] = defaultdict(int)  # the verb of each drifted win's first refused action
     for ep in episodes:
         task = real.task_index_of(ep["task_id"])
         if task is None:
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         refused = [i for i, bad in enumerate(replay.invalid) if bad]
         kind = "real_win" if replay.success else ("world" if refused else "judgement")
+        if kind == "world":
+            first_refused[ep["actions"][refused[0]].split()[0]] += 1
         counts[kind] += 1
         if judge is not None:
             p = judge.predict_proba(
@@ -196,6 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
         "synthetic_wins": wins,
         "synthetic_losses_won_in_real_env": real_wins_missed,
         "wins_by_class": counts,
+        "world_first_refused_verb": dict(sorted(first_refused.items(), key=lambda kv: -kv[1])),
         "judge_pays_by_class": judged if judge is not None else None,
         "retrieval": retrieval,
         "examples": examples,
