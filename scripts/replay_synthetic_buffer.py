@@ -52,18 +52,29 @@ from dreamgym.provenance import result_meta, write_result
 CLASSES = ("real_win", "world", "judgement")
 
 
-def synthetic_episodes(ckpt: str) -> tuple[list[dict], int]:
-    """The complete synthetic episodes in ``ckpt``'s written-back buffers (oldest first) and the count of
-    incomplete ones: ``{"task_id", "instruction", "actions", "success"}``."""
+def synthetic_steps(ckpt: str) -> list[dict]:
+    """The synthetic steps ``ckpt``'s written-back buffers hold, in buffer order (read once: a checkpoint
+    is hundreds of MB)."""
     state = torch.load(ckpt, map_location="cpu", weights_only=False).get("dreamgym_rl") or {}
-    steps: dict[str, list[dict]] = defaultdict(list)
-    for buf in state.get("replay_buffers", {}).values():
-        for t in buf["transitions"]:
-            if str(t.get("source")) == "synthetic":
-                steps[str(t["trajectory_id"])].append(t)
-    out, incomplete = [], 0
-    for trans in steps.values():
+    return [t for buf in state.get("replay_buffers", {}).values() for t in buf["transitions"]
+            if str(t.get("source")) == "synthetic"]  # fmt: skip
+
+
+def by_episode(steps: list[dict]) -> dict[str, list[dict]]:
+    """``steps`` per episode (``trajectory_id``), each in step order."""
+    out: dict[str, list[dict]] = defaultdict(list)
+    for t in steps:
+        out[str(t["trajectory_id"])].append(t)
+    for trans in out.values():
         trans.sort(key=lambda t: int(t["step"]))
+    return out
+
+
+def synthetic_episodes(episodes: dict[str, list[dict]]) -> tuple[list[dict], int]:
+    """The complete episodes of :func:`by_episode` (oldest first) and the count of incomplete ones:
+    ``{"task_id", "instruction", "actions", "success"}``."""
+    out, incomplete = [], 0
+    for trans in episodes.values():
         if [int(t["step"]) for t in trans] != list(range(len(trans))):
             incomplete += 1
             continue
@@ -73,7 +84,14 @@ def synthetic_episodes(ckpt: str) -> tuple[list[dict], int]:
     return out, incomplete
 
 
-def retrieval_check(experience_dir: str, ckpt: str, sample: int, predict: int = 0, seed: int = 0) -> dict:
+def retrieval_check(
+    experience_dir: str,
+    steps: list[dict],
+    episodes: dict[str, list[dict]],
+    sample: int,
+    predict: int = 0,
+    seed: int = 0,
+) -> dict:
     """Whether retrieval shows the experience model the same game's real step (module docstring)."""
     import random
     import re
@@ -81,19 +99,22 @@ def retrieval_check(experience_dir: str, ckpt: str, sample: int, predict: int = 
     from dreamgym.modeling.experience import ExperienceModel
 
     em = ExperienceModel.from_pretrained(experience_dir)
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)["dreamgym_rl"]
     reveal = re.compile(r"^(go to|open) [a-z]+ \d+$")
-    steps = [t for buf in state["replay_buffers"].values() for t in buf["transitions"]
-             if str(t.get("source")) == "synthetic" and reveal.match(str(t["action"]))]  # fmt: skip
-    random.Random(seed).shuffle(steps)
-    steps = steps[:sample]
-    hits = em.buffer.search([str(t["state"]) for t in steps], [str(t["action"]) for t in steps], em.fmt.k)
-    real = {(t.task_id, t.action) for t in em.buffer.transitions}
+    asked_steps = [t for t in steps if reveal.match(str(t["action"]))]
+    random.Random(seed).shuffle(asked_steps)
+    asked_steps = asked_steps[:sample]
+
+    def same_game(t: dict) -> list:
+        return em.buffer.same_steps(str(t["task_id"]), str(t["action"]))
+
+    hits = em.buffer.search(
+        [str(t["state"]) for t in asked_steps], [str(t["action"]) for t in asked_steps], em.fmt.k
+    )
     shown = sum(any((h.task_id, h.action) == (t["task_id"], t["action"]) for h in hs)
-                for hs, t in zip(hits, steps, strict=True))  # fmt: skip
-    held = sum((t["task_id"], t["action"]) in real for t in steps)
+                for hs, t in zip(hits, asked_steps, strict=True))  # fmt: skip
+    held = sum(bool(same_game(t)) for t in asked_steps)
     out = {
-        "steps": len(steps),
+        "steps": len(asked_steps),
         "k": em.fmt.k,
         "same_game_step_retrieved": shown,
         "same_game_step_in_buffer": held,
@@ -104,17 +125,14 @@ def retrieval_check(experience_dir: str, ckpt: str, sample: int, predict: int = 
         from dreamgym.fidelity import token_f1
         from dreamgym.modeling.experience import ExperienceQuery
 
-        episode: dict[str, dict[int, str]] = defaultdict(dict)  # the episode's actions before each step
-        for buf in state["replay_buffers"].values():
-            for t in buf["transitions"]:
-                episode[str(t["trajectory_id"])][int(t["step"])] = str(t["action"])
-        asked = [t for t in steps if (t["task_id"], t["action"]) in real][:predict]
-        queries = [
-            ExperienceQuery(str(t["instruction"]), [episode[str(t["trajectory_id"])].get(i, "") for i in range(int(t["step"]))],
-                            str(t["state"]), str(t["action"]), task_id=str(t["task_id"]))
-            for t in asked
-        ]  # fmt: skip
-        truth = [em.buffer.same_steps(str(t["task_id"]), str(t["action"]))[0].next_state for t in asked]
+        asked = [t for t in asked_steps if same_game(t)][:predict]
+        queries = []
+        for t in asked:  # the episode's earlier actions ("" for a step cut and not written back)
+            actions = {int(x["step"]): str(x["action"]) for x in episodes[str(t["trajectory_id"])]}
+            history = [actions.get(i, "") for i in range(int(t["step"]))]
+            queries.append(ExperienceQuery(str(t["instruction"]), history, str(t["state"]), str(t["action"]),
+                                           task_id=str(t["task_id"])))  # fmt: skip
+        truth = [same_game(t)[0].next_state for t in asked]
         own = em.fmt
         for name, fmt in (
             ("own_retrieval", own),
@@ -148,7 +166,9 @@ def main(argv: list[str] | None = None) -> dict:
     import dreamgym.envs  # noqa: F401  (registers the judge's views)
 
     t0 = time.time()
-    episodes, incomplete = synthetic_episodes(args.ckpt)
+    steps = synthetic_steps(args.ckpt)
+    grouped = by_episode(steps)
+    episodes, incomplete = synthetic_episodes(grouped)
     real = make_env(args.env, batch_size=[1], split="train", max_steps=args.max_steps)
     judge = None
     if args.judge:
@@ -185,12 +205,15 @@ def main(argv: list[str] | None = None) -> dict:
     wins = sum(counts.values())
     retrieval = None
     if args.experience:
-        retrieval = retrieval_check(args.experience, args.ckpt, args.retrieval_sample, args.retrieval_predict)
+        retrieval = retrieval_check(
+            args.experience, steps, grouped, args.retrieval_sample, args.retrieval_predict
+        )
     result = {
         "_meta": {
             **result_meta("scripts/replay_synthetic_buffer.py", argv),
             "ckpt": args.ckpt,
             "judge": args.judge,
+            "experience": args.experience,
             "wall_s": round(time.time() - t0, 1),
         },  # fmt: skip
         "episodes": len(episodes),
