@@ -42,7 +42,7 @@ def terminal_examples(
             if t.invalid:
                 continue
             ended = terminated_of(t.done, t.truncated)
-            if ended or t.action.split()[:1] and t.action.split()[0] in verbs:
+            if ended or t.action.split(" ", 1)[0] in verbs:
                 # with verbs the history is part of a step's identity (it decides an ALFWorld win)
                 key = (traj.instruction, t.state, t.action, tuple(history) if verbs else ())
                 if not (dedupe and key in seen):

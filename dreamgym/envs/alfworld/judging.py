@@ -27,5 +27,5 @@ def alfworld_step_view(instruction: str, state: str, history: Sequence[str], las
     """The episode's last ``last`` decisive commands of ``history`` (:data:`DECISIVE_VERBS`), ``"; "``-joined,
     or ``"nothing taken or used yet"``; ``instruction`` and ``state`` are not needed (the judge's text pair
     carries the instruction)."""
-    kept = [" ".join(a.split()) for a in history if a.split()[:1] and a.split()[0] in DECISIVE_VERBS]
+    kept = [" ".join(a.split()) for a in history if a.split(" ", 1)[0] in DECISIVE_VERBS]
     return "; ".join(kept[-last:]) if kept else "nothing taken or used yet"
