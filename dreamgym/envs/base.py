@@ -229,13 +229,13 @@ class TextEnvBase(EnvBase):
 
     @classmethod
     def infer_available_actions(
-        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+        cls, instruction: str, state: str, initial_state: str = "", earlier_states: Sequence[str] = ()
     ) -> list[str]:
         """The actions available in an abstract ``state``, derived from its text alone.
 
         The synthetic env uses this to list actions for states the experience model wrote, so its
         ``available_actions`` follow the same rule as the real env's. ``initial_state`` is the
-        episode's first state (e.g. ALFWorld's room description) and ``history`` the episode's states
+        episode's first state (e.g. ALFWorld's room description) and ``earlier_states`` the episode's states
         before ``state``, oldest first (``initial_state`` included), for envs whose commands depend on
         earlier steps (ALFWorld's: the object picked up three steps ago).
         """

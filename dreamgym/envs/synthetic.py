@@ -259,11 +259,13 @@ class SyntheticEnv(TextEnvBase):
         acts = task.available_actions or self._infer(task, task.initial_state, [])
         return TextObs(task.task_id, task.instruction, task.initial_state, list(acts))
 
-    def _infer(self, task: SyntheticTask, state: str, history: list[str]) -> list[str]:
-        """The real env's rule for ``state``'s actions, given the episode's earlier states ``history``."""
+    def _infer(self, task: SyntheticTask, state: str, earlier_states: list[str]) -> list[str]:
+        """The real env's rule for ``state``'s actions, given the episode's earlier states."""
         try:
             return list(
-                self._real_cls.infer_available_actions(task.instruction, state, task.initial_state, history)
+                self._real_cls.infer_available_actions(
+                    task.instruction, state, task.initial_state, earlier_states
+                )
             )
         except Exception:  # noqa: BLE001 - a model-written state must never crash the env
             return []

@@ -200,10 +200,10 @@ class ALFWorldEnv(TextEnvBase):
 
     @classmethod
     def infer_available_actions(
-        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+        cls, instruction: str, state: str, initial_state: str = "", earlier_states: Sequence[str] = ()
     ) -> list[str]:
         """Admissible commands guessed from text alone (see :func:`infer_available_actions`)."""
-        return infer_available_actions(instruction, state, initial_state, history)
+        return infer_available_actions(instruction, state, initial_state, earlier_states)
 
 
 def _available(state) -> list[str]:
@@ -218,23 +218,23 @@ _LAMPS = ("desklamp", "floorlamp")
 
 
 def infer_available_actions(
-    instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+    instruction: str, state: str, initial_state: str = "", earlier_states: Sequence[str] = ()
 ) -> list[str]:
     """A best-effort admissible-command list from the text of an ALFWorld episode; never raises.
 
     Receptacles come from the room description (``initial_state``, "you see a cabinet 1, ..."): each
-    gives ``go to X``. The episode's earlier states (``history``, oldest first; the synthetic env passes
+    gives ``go to X``. The episode's earlier states (``earlier_states``, oldest first; the synthetic env passes
     them) and ``state`` are read in order, as ALFWorld's messages tell them, for where the agent is
     ("You arrive at", "You pick up the O from the R", ...), what it carries (picked up, not yet moved),
     which receptacles are open and what lies on each. Then, as ALFWorld lists them: ``open``/``close``
     and ``examine`` of the current receptacle; ``take O from R`` for what lies there, only with empty
     hands; with an object carried, ``examine O``, ``move O to R`` and ``clean|heat|cool O with R`` at a
     sink / microwave / fridge; ``use`` of a lamp that is there. ``help``, ``look`` and ``inventory``
-    always. Sorted, like ALFWorld's. Without ``history`` the carried object and the place are known only
+    always. Sorted, like ALFWorld's. Without ``earlier_states`` the carried object and the place are known only
     when ``state`` says them, so a placement right after arriving somewhere is never listed.
     """
     try:
-        return _infer(instruction or "", state or "", initial_state or "", list(history or ()))
+        return _infer(instruction or "", state or "", initial_state or "", list(earlier_states or ()))
     except Exception:  # the synthetic env must never crash on odd text
         return ["help", "inventory", "look"]
 
@@ -286,14 +286,14 @@ class _Walk:
             self._listing(self.here, s)  # examine of the current receptacle
 
 
-def _infer(instruction: str, state: str, initial_state: str, history: list[str]) -> list[str]:
-    room = initial_state or (history[0] if history else state)
+def _infer(instruction: str, state: str, initial_state: str, earlier: list[str]) -> list[str]:
+    room = initial_state or (earlier[0] if earlier else state)
     receps: list[str] = []
     m = re.search(r"you see (.*?)\.(?:\s|$)", room, re.S)
     if m and "middle of a room" in room:
         receps = [x for x in _ITEM_RE.findall(m.group(1))]
     walk = _Walk()
-    for s in [*history, state]:
+    for s in [*earlier, state]:
         walk.read(s)
     here, carried = walk.here, walk.carried
     cmds = {"help", "look", "inventory"}

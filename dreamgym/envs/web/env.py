@@ -200,7 +200,7 @@ class WebEnv(TextEnvBase):
 
     @classmethod
     def infer_available_actions(
-        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+        cls, instruction: str, state: str, initial_state: str = "", earlier_states: Sequence[str] = ()
     ) -> list[str]:
         """The actions of a rendered web state (:func:`.page.infer_available_actions`); never raises."""
         return infer_available_actions(state)

@@ -248,7 +248,7 @@ class WebShopEnv(TextEnvBase):
 
     @classmethod
     def infer_available_actions(
-        cls, instruction: str, state: str, initial_state: str = "", history: Sequence[str] = ()
+        cls, instruction: str, state: str, initial_state: str = "", earlier_states: Sequence[str] = ()
     ) -> list[str]:
         """The actions of an abstract WebShop ``state`` (see :mod:`.pages`); never raises."""
         return infer_available_actions(state)
