@@ -138,6 +138,11 @@ def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path |
     return ([f"--model.init_args.lm.init_args.path={init}"] if init else []) + args
 
 
+def warm_episodes_path(cfg: PipelineConfig) -> Path:
+    """Where stage 6 writes the warm start's held-out episodes (the last stage every run of ``prepare`` has)."""
+    return cfg.out_dir / "policy_sft_test_episodes.jsonl"
+
+
 def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None) -> Prepared:
     """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
     held-out evaluation, then the reward judge's purchases and fit where ``judge_config`` asks; each
@@ -188,7 +193,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
             d / "experience_model_onpolicy", "model.init_args.export_dir", None, budget,
         )  # fmt: skip
     warm = stage(
-        "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, d / "policy_sft_test_episodes.jsonl",
+        "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, warm_episodes_path(cfg),
         _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
     judge = purchases = None

@@ -1,4 +1,4 @@
-"""Where a stored result came from: the command that produced it and the commit it ran at."""
+"""Where a stored result came from: the command that produced it, the commit it ran at and the machine."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["result_meta", "write_result", "report_result"]
+__all__ = ["host_fingerprint", "result_meta", "write_result", "report_result"]
 
 
 def result_meta(
@@ -31,6 +31,28 @@ def result_meta(
         commit, dirty = "unknown", False
     args = sys.argv[1:] if argv is None else list(argv)
     return {"command": " ".join(["python", script, *args]), "commit": commit, "dirty": dirty}
+
+
+def host_fingerprint() -> dict[str, str]:
+    """The hardware and torch a trained model's weights depend on: ``{"device": the GPU's name or the CPU's
+    model name, "matmul": how bf16 matrix products run ("cuda", "amx", "avx512_bf16" or "none": other
+    kernels round differently), "torch": the torch version}``. Two machines with different fingerprints do
+    not rebuild the same weights from the same data and seed (measured: BENCHMARKS.md, ALFWorld)."""
+    import platform
+
+    import torch
+
+    if torch.cuda.is_available():
+        return {"device": torch.cuda.get_device_name(0), "matmul": "cuda", "torch": torch.__version__}
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    probes = (("amx", "_is_amx_tile_supported"), ("avx512_bf16", "_is_avx512_bf16_supported"))
+    matmul = next((kind for kind, probe in probes if getattr(torch.cpu, probe, lambda: False)()), "none")
+    return {"device": cpu, "matmul": matmul, "torch": torch.__version__}
 
 
 def _git(*args: str) -> str:

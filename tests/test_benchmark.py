@@ -12,6 +12,7 @@ from dreamgym.benchmark.suite import (
     Arm,
     ExperienceVariant,
     SuiteConfig,
+    check_same_host,
     check_same_shared_stages,
     load_results,
     parse_suite_config,
@@ -188,6 +189,25 @@ def test_a_new_simulator_keeps_records_that_never_simulated(tmp_path):
     shared["weights_sha256"]["warm_start"] = "x" * 64  # the warm start matters to every record
     with pytest.raises(ValueError, match="its warm_start weights had SHA-256 wwwwwwwwwwww"):
         check_same_shared_stages(cfg, stored, shared, warm)
+
+
+def test_rebuilding_the_shared_stages_on_other_hardware_is_refused_before_it_starts(tmp_path):
+    cfg = _suite(tmp_path, arms=[Arm("warm_start"), Arm("real", "x.yaml")])
+    here = {"device": "AMD EPYC", "matmul": "avx512_bf16", "torch": "2.13.0+cpu"}
+    there = {**here, "device": "Intel Xeon", "matmul": "amx"}
+    stored = {
+        "shared": {"pipeline_out_dir": "out", "host": there},
+        "runs": {"real/s0": _rec("real", 0, "11")},
+    }
+    with pytest.raises(
+        ValueError, match=r"built on \{'device': 'Intel Xeon'.*this machine is .*AMD EPYC.*nothing was built"
+    ):
+        check_same_host(cfg, stored, here, rebuild=True)
+    check_same_host(cfg, stored, here, rebuild=False)  # the stages are on disk: their weights are compared
+    check_same_host(cfg, stored, there, rebuild=True)  # the same kind of machine
+    check_same_host(cfg, {**stored, "runs": {}}, here, rebuild=True)  # no record to mix with
+    del stored["shared"]["host"]  # stored before hosts were recorded: only the weights are compared
+    check_same_host(cfg, stored, here, rebuild=True)
 
 
 def test_a_new_reward_judge_refuses_only_where_a_record_was_rewarded_by_the_old_one(tmp_path):

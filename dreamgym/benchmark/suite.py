@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dreamgym.pipeline import experience_args, parse_pipeline_config, prepare, rl_paths
+from dreamgym.pipeline import experience_args, parse_pipeline_config, prepare, rl_paths, warm_episodes_path
+from dreamgym.provenance import host_fingerprint
 from dreamgym.stages import StageClock, count_transitions, fit_stage, policy_episodes
 
 __all__ = [
@@ -497,6 +498,8 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
         else 0,
         "judge_train_transitions": count_transitions(prep.judge_purchases) if prep.judge_purchases else 0,
         # what every record's comparison rests on: the same warm start and simulator (and its reward judge)
+        # the machine they were built on: weights rebuilt on other hardware differ (check_same_host)
+        "host": host_fingerprint(),
         "weights_sha256": {
             "warm_start": weights_sha256(prep.policy_sft),
             "simulator": weights_sha256(prep.simulator),
@@ -504,6 +507,24 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
         },
         **meta,
     }
+
+
+def check_same_host(cfg: SuiteConfig, stored: dict, host: dict, rebuild: bool) -> None:
+    """Refuse, before hours of shared stages, to rebuild them (``rebuild``: their outputs are not on disk) on
+    a machine whose :func:`~dreamgym.provenance.host_fingerprint` differs from the one the stored records'
+    stages were built on (``stored["shared"]["host"]``, where recorded): the weights would differ and
+    :func:`check_same_shared_stages` would refuse every new record after the rebuild."""
+    old = stored.get("shared", {}).get("host")
+    if not rebuild or not old or not stored.get("runs") or old == host:
+        return
+    raise ValueError(
+        f"{cfg.results} holds records measured from shared stages built on {old}; this machine is {host} and "
+        f"{stored['shared'].get('pipeline_out_dir', 'the pipeline out_dir')} has no warm start evaluation, so "
+        f"the suite would rebuild them here, and weights trained on other hardware differ (BENCHMARKS.md, "
+        f"ALFWorld: a rebuild on another CPU gave another warm start), so every new record would then be "
+        f"refused. Restore the shared stages the records were measured from, run on a machine like the first, "
+        f"or point the suite's `results` (and `report`) at a new file to start a new table; nothing was built."
+    )
 
 
 def check_same_shared_stages(cfg: SuiteConfig, stored: dict, shared: dict, warm: dict) -> None:
@@ -559,6 +580,7 @@ def run_suite(
     results = load_results(cfg.results)
     if not report_only:
         pcfg = parse_pipeline_config(["--config", cfg.pipeline, *cfg.pipeline_args])
+        check_same_host(cfg, results, host_fingerprint(), rebuild=not warm_episodes_path(pcfg).exists())
         stage = StageClock("benchmark")
         prep = prepare(pcfg, stage)
         # at start; the suite's own outputs, rewritten after every stage, do not make the tree dirty
