@@ -110,7 +110,9 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     runs = {"warm_start/s0": _rec("warm_start", 0, "0100"), "real_grpo/s0": _rec("real_grpo", 0, "0110", online=800),
             "real_grpo/s1": _rec("real_grpo", 1, "0100", online=700, fit=50.0),
             "dreamgym_grpo/s0": _rec("dreamgym_grpo", 0, "1100", fit=500.0)}  # fmt: skip
-    text = write_report(cfg, {"shared": {"eval_tasks": 4}, "runs": runs}).read_text()
+    host = {"device": "AMD EPYC", "matmul": "avx512_bf16", "torch": "2.13.0+cpu"}
+    text = write_report(cfg, {"shared": {"eval_tasks": 4, "host": host}, "runs": runs}).read_text()
+    assert "Built on AMD EPYC (bf16 matmuls: avx512_bf16, torch 2.13.0+cpu)." in text
     assert "| real_grpo | 2 | 0.375 +- 0.177 | 0.500 +- 0.000 | 1000 | 750 +- 71 |" in text
     assert "| dreamgym_grpo | 1 | 0.500 | 0.500 |" in text and "1 / 0, p = 0.500" in text  # vs the warm start
     # real_grpo vs DreamGym GRPO, its one record paired with both seeds: 0110 and 0100 against 1100

@@ -165,7 +165,8 @@ def write_report(cfg, results: dict) -> Path:
         + (f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
            if shared.get("experience_train_transitions") else "")
         + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
-        + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else ""),
+        + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else "")
+        + (f" Built on {_host(shared['host'])}." if shared.get("host") else ""),
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
         "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) | vs DreamGym GRPO (only arm / only it, p) |",
@@ -283,3 +284,10 @@ def _replace_section(doc: Path, name: str, text: str, report: Path) -> None:
         "## Benchmark suite", "### Benchmark suite"
     )
     _put_between(doc, MARKER, name, text)
+
+
+def _host(host: dict) -> str:
+    """The machine of :func:`~dreamgym.provenance.host_fingerprint` in words."""
+    return (
+        f"{host.get('device', '?')} (bf16 matmuls: {host.get('matmul', '?')}, torch {host.get('torch', '?')})"
+    )
