@@ -236,3 +236,65 @@ def test_synthetic_alfworld_lists_a_placement_steps_after_the_pickup():
         listed.append(as_text_list(td["available_actions"])[0])
     assert not any(a.startswith("take ") for a in listed[1])  # carrying: no second pickup
     assert "move mug 1 to shelf 1" in listed[2] and "take mug 1 from shelf 1" in listed[3]
+
+
+def test_ground_reads_what_a_place_holds_from_the_games_real_steps():
+    """With ``ground=True`` a ``go to R`` / ``open R`` before the episode touched ``R`` reads the next state
+    of the same game's real step (recorded before its episode touched ``R``) instead of the model's; after
+    a take from ``R`` the model writes again, as it does for other games and without ``ground``."""
+    from dreamgym.envs.alfworld.env import ALFWorldEnv
+    from dreamgym.modeling.formats import ParsedOutcome
+    from dreamgym.schema import Transition
+
+    assert ALFWorldEnv.path_free("go to countertop 1", ["go to shelf 1", "open drawer 1"])
+    assert ALFWorldEnv.path_free("open drawer 1", ["open drawer 10", "take mug 1 from countertop 1"])
+    assert not ALFWorldEnv.path_free("go to countertop 1", ["take mug 1 from countertop 1"])
+    assert not ALFWorldEnv.path_free("take mug 1 from countertop 1", [])
+    assert not ALFWorldEnv.path_free("go to countertop 1", ["slice apple 1 with knife 1"])
+
+    game = "alfworld/train/pick_and_place_simple/x/trial_1"
+    real_view = "You arrive at countertop 1. On the countertop 1, you see a mug 1."
+    after_take = "You arrive at countertop 1. On the countertop 1, you see nothing."
+    steps = [  # a real episode: countertop seen untouched, then again after its mug was taken
+        ("go to countertop 1", real_view),
+        ("take mug 1 from countertop 1", "You pick up the mug 1 from the countertop 1."),
+        ("go to shelf 1", "You arrive at shelf 1. On the shelf 1, you see nothing."),
+        ("go to countertop 1", after_take),
+    ]
+    buf = ReplayBuffer(HashingEncoder(dim=64))
+    buf.add(
+        Transition(task_id=game, instruction="put a mug in shelf", step=i, state="s", action=a, next_state=n,
+                   reward=0.0, done=False, trajectory_id="real-0", source="offline", env="alfworld")
+        for i, (a, n) in enumerate(steps)
+    )  # fmt: skip
+    assert buf.earlier_actions(buf.same_steps(game, "go to countertop 1")[1]) == [a for a, _ in steps[:3]]
+    invented = "You arrive at countertop 1. On the countertop 1, you see a apple 1."
+
+    class Scripted:
+        buffer = buf
+
+        def __init__(self):
+            self.calls = []
+
+        def predict(self, queries):
+            self.calls += [q.action for q in queries]
+            return [ParsedOutcome(True, invented, 0.0, False, 0.0) for _ in queries]
+
+    room = (
+        "-= Welcome to TextWorld, ALFRED! =- You are in the middle of a room. Looking quickly around you, "
+        "you see a countertop 1, and a shelf 1."
+    )
+    other = SyntheticTask("alfworld/train/pick_and_place_simple/y/trial_2", "put a mug in shelf", room, [])
+    for ground, task, expect in [(True, SyntheticTask(game, "put a mug in shelf", room, []), real_view),
+                                 (False, SyntheticTask(game, "put a mug in shelf", room, []), invented),
+                                 (True, other, invented)]:  # fmt: skip
+        model = Scripted()
+        env = SyntheticEnv(model, [task], real_env="alfworld", batch_size=[1], max_steps=10, ground=ground)
+        td = env.reset()
+        td["action"] = ["go to countertop 1"]
+        td = env.step(td)["next"]
+        assert as_text_list(td["observation"])[0] == expect
+        assert model.calls == ([] if expect == real_view else ["go to countertop 1"])
+        listed = env.current(0).available_actions  # the commands of the state it shows
+        assert ("take mug 1 from countertop 1" in listed) == (expect == real_view)
+        assert env.health().get("grounded_steps", 0.0) == float(expect == real_view)

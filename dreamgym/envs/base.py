@@ -241,6 +241,15 @@ class TextEnvBase(EnvBase):
         """
         raise NotImplementedError(f"{cls.__name__} does not infer available actions from state text")
 
+    @classmethod
+    def path_free(cls, action: str, earlier_actions: Sequence[str]) -> bool:
+        """Whether the real next state of ``action``, taken after ``earlier_actions`` (the episode's, oldest
+        first), is a function of the task and ``action`` alone: any real step of the same task that took
+        ``action`` after actions for which this also holds saw the same next state. A synthetic env with
+        ``ground=True`` then reads that next state from its buffer instead of generating it. Default: never
+        (envs override it: ALFWorld's ``go to R`` / ``open R`` before any action touches ``R``)."""
+        return False
+
     # ------------------------------------------------ optional interface (trainers)
     def place_model(self, device: torch.device | str) -> TextEnvBase:
         """Put any model the env runs on ``device``; returns ``self``. Default: no-op (no model)."""

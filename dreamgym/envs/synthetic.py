@@ -23,7 +23,12 @@ plus curriculum tasks added with :meth:`add_tasks`). Step:
 * ``reward="judge"``: on every step the model ends (WebShop: a purchase), the reward and score come from
   the experience model's reward judge (:mod:`dreamgym.modeling.judge`, saved in its ``judge/`` folder),
   and the reasoning's verdict sentence and the done page's ``[score]`` line are rewritten to agree with
-  it; ``reward="generated"`` (default, the paper's pure-text design): the model's own reward.
+  it; ``reward="generated"`` (default, the paper's pure-text design): the model's own reward;
+* ``ground=True``: a step whose real next state depends on the task and action alone (the imitated env's
+  ``path_free``: ALFWorld's ``go to R`` / ``open R`` before the episode touched ``R``) and for which the
+  buffer holds such a real step of the same task reads that step's next state, reward and end instead of
+  calling the model (what a place holds is per game; the model wrote objects the game does not have:
+  docs/alfworld.md). Such steps are not written back (the real one is in the buffer).
 
 The model is frozen (``requires_grad_(False)``, eval mode). With ``write_back=True`` every synthetic
 transition is added to the replay buffer (``source="synthetic"``).
@@ -109,6 +114,7 @@ class SyntheticEnv(TextEnvBase):
             :meth:`place_model`). The env's own tensors (observations, rewards) stay on the CPU.
         reward: where the reward of a step the model ends comes from: ``"generated"`` (the model's own
             text) or ``"judge"`` (the experience model's reward judge; see the module docstring).
+        ground: read path-free steps from the buffer's real steps of the same task (module docstring).
     """
 
     env_name = "synthetic"
@@ -125,6 +131,7 @@ class SyntheticEnv(TextEnvBase):
         write_back: bool = False,
         model_device: str | None = None,
         reward: str = "generated",
+        ground: bool = False,
     ):
         super().__init__(batch_size=batch_size, max_steps=max_steps, split="train", seed=seed)
         self.reward = check_reward_mode(reward, "SyntheticEnv.reward")
@@ -142,6 +149,8 @@ class SyntheticEnv(TextEnvBase):
             self.experience.to(model_device)
         self.tasks: list[SyntheticTask] = list(tasks) if tasks else [_DEFAULT_TASK]
         self.write_back = write_back
+        self.ground = bool(ground)
+        self.grounded = 0  # steps read from a recorded real step instead of the model
         self.sim_errors = 0
         self.cuts = 0  # outputs whose reasoning/state structured decoding closed at the budget
         self.model_calls = 0
@@ -167,6 +176,7 @@ class SyntheticEnv(TextEnvBase):
         write_back: bool = False,
         model_device: str | None = None,
         reward: str = "generated",
+        ground: bool = False,
         **experience_kwargs,
     ) -> SyntheticEnv:
         """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
@@ -177,7 +187,7 @@ class SyntheticEnv(TextEnvBase):
             tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
                 (default: the train tasks of the buffer's transitions).
             buffer: replay-buffer directory (default ``<path>/buffer``).
-            batch_size, max_steps, seed, write_back, model_device, reward: as in the constructor
+            batch_size, max_steps, seed, write_back, model_device, reward, ground: as in the constructor
                 (``reward="judge"`` needs the export's ``judge/`` folder).
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
                 ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
@@ -204,7 +214,7 @@ class SyntheticEnv(TextEnvBase):
             raise ValueError(
                 "SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`"
             )
-        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward)
+        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward, ground)
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
         """(:class:`TextEnvBase` interface) Put the experience model on ``device`` unless ``model_device``
@@ -278,10 +288,13 @@ class SyntheticEnv(TextEnvBase):
         calls: list[tuple[int, str]] = []
         for slot, action in zip(slots, actions, strict=True):
             cur = self.current(slot)
-            if self._real_cls.is_valid_action(action, cur.available_actions):
-                calls.append((slot, action))
-            else:  # invalid action: a no-op, like the real env, without calling the model
+            if not self._real_cls.is_valid_action(action, cur.available_actions):
+                # invalid action: a no-op, like the real env, without calling the model
                 out[slot] = TextStep(cur.observation, list(cur.available_actions), invalid=True)
+            elif (real := self._recorded(slot, action)) is not None:
+                out[slot] = self._replayed(slot, action, real)
+            else:
+                calls.append((slot, action))
         if calls:
             queries = [
                 ExperienceQuery(
@@ -306,6 +319,30 @@ class SyntheticEnv(TextEnvBase):
             for (slot, action), q, pred in zip(calls, queries, preds, strict=True):
                 out[slot] = self._outcome(slot, action, q, pred)
         return [out[s] for s in slots]
+
+    def _recorded(self, slot: int, action: str) -> Transition | None:
+        """With ``ground``: a real step of this slot's task that took ``action`` on a path-free footing, when
+        ``action`` is path-free here too (the imitated env's ``path_free``); else None."""
+        buf = self.experience.buffer
+        if not self.ground or buf is None or not self._real_cls.path_free(action, self._history[slot]):
+            return None
+        steps = buf.same_steps(self._task[slot].task_id, action)
+        return next((t for t in steps if self._real_cls.path_free(action, buf.earlier_actions(t))), None)
+
+    def _replayed(self, slot: int, action: str, real: Transition) -> TextStep:
+        """The step ``real`` recorded, as this slot's step (no model call, nothing written back)."""
+        self._history[slot].append(action)
+        self.grounded += 1
+        step = TextStep(
+            real.next_state,
+            self._infer(self._task[slot], real.next_state, self._states[slot]),
+            reward=float(real.reward),
+            score=float(real.score),
+            terminated=bool(real.done),
+            success=is_success(float(real.reward), real.done),
+        )
+        self._states[slot].append(real.next_state)
+        return step
 
     def _outcome(self, slot: int, action: str, q: ExperienceQuery, pred) -> TextStep:
         self._history[slot].append(action)
@@ -364,9 +401,10 @@ class SyntheticEnv(TextEnvBase):
         return self.experience.buffer if self.write_back else None
 
     def health(self) -> dict[str, float]:
-        """(:class:`TextEnvBase` interface) Cumulative ``sim_error_rate`` and ``cut_rate`` (logged as
-        ``sim/...`` during RL)."""
-        return {"sim_error_rate": self.sim_error_rate, "cut_rate": self.cut_rate}
+        """(:class:`TextEnvBase` interface) Cumulative ``sim_error_rate``, ``cut_rate`` and, with ``ground``,
+        ``grounded_steps`` (steps read from a recorded real step; logged as ``sim/...`` during RL)."""
+        out = {"sim_error_rate": self.sim_error_rate, "cut_rate": self.cut_rate}
+        return {**out, "grounded_steps": float(self.grounded)} if self.ground else out
 
     @property
     def cut_rate(self) -> float:

@@ -66,6 +66,9 @@ class ReplayBuffer:
         self.dtype = dtype
         self.transitions: list[Transition] = []
         self._steps: dict[tuple[str, str], list[int]] | None = None  # (task_id, action) -> real keys, lazily
+        self._episodes: dict[str, dict[int, str]] | None = (
+            None  # trajectory_id -> {step: action}, real, lazily
+        )
         self.bucket_radius, self.probe = float(bucket_radius), int(probe)
         self.index = self._new_index()
 
@@ -107,6 +110,8 @@ class ReplayBuffer:
         self.transitions.extend(new)
         if self._steps is not None:
             self._index_steps(start)
+        if any(t.source != "synthetic" for t in new):
+            self._episodes = None
         return keys
 
     def _index_steps(self, start: int = 0) -> None:
@@ -116,6 +121,18 @@ class ReplayBuffer:
             if t.source != "synthetic":  # the real game's steps only, never what a model wrote back
                 steps.setdefault((t.task_id, t.action), []).append(key)
         self._steps = steps
+
+    def earlier_actions(self, t: Transition) -> list[str]:
+        """The actions real transition ``t``'s episode (``trajectory_id``) took before it, oldest first (those
+        the buffer holds)."""
+        if self._episodes is None:
+            episodes: dict[str, dict[int, str]] = {}
+            for u in self.transitions:
+                if u.source != "synthetic":
+                    episodes.setdefault(u.trajectory_id, {})[u.step] = u.action
+            self._episodes = episodes
+        steps = self._episodes.get(t.trajectory_id, {})
+        return [steps[i] for i in sorted(steps) if i < t.step]
 
     def same_steps(self, task_id: str, action: str) -> list[Transition]:
         """The real transitions of task ``task_id`` that took ``action`` (oldest first)."""
@@ -271,7 +288,7 @@ class ReplayBuffer:
         self.bucket_radius = float(state["meta"].get("bucket_radius", 0.0))
         self.probe = int(state["meta"].get("probe", 8))
         self.transitions = [Transition.from_dict(t) for t in state["transitions"]]
-        self._steps = None
+        self._steps = self._episodes = None
         self.index = (
             index_from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)
             if state["index"]
