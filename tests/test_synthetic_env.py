@@ -289,7 +289,8 @@ def test_ground_reads_what_a_place_holds_from_the_games_real_steps():
                                  (False, SyntheticTask(game, "put a mug in shelf", room, []), invented),
                                  (True, other, invented)]:  # fmt: skip
         model = Scripted()
-        env = SyntheticEnv(model, [task], real_env="alfworld", batch_size=[1], max_steps=10, ground=ground)
+        env = SyntheticEnv(model, [task], real_env="alfworld", batch_size=[1], max_steps=10, ground=ground,
+                           write_back=True)  # fmt: skip
         td = env.reset()
         td["action"] = ["go to countertop 1"]
         td = env.step(td)["next"]
@@ -298,3 +299,9 @@ def test_ground_reads_what_a_place_holds_from_the_games_real_steps():
         listed = env.current(0).available_actions  # the commands of the state it shows
         assert ("take mug 1 from countertop 1" in listed) == (expect == real_view)
         assert env.health().get("grounded_steps", 0.0) == float(expect == real_view)
+        written = buf.transitions[-1]  # every step of the episode is written back, read or generated
+        assert (written.source, written.action, written.next_state) == (
+            "synthetic",
+            "go to countertop 1",
+            expect,
+        )

@@ -28,7 +28,7 @@ plus curriculum tasks added with :meth:`add_tasks`). Step:
   ``path_free``: ALFWorld's ``go to R`` / ``open R`` before the episode touched ``R``) and for which the
   buffer holds such a real step of the same task reads that step's next state, reward and end instead of
   calling the model (what a place holds is per game; the model wrote objects the game does not have:
-  docs/alfworld.md). Such steps are not written back (the real one is in the buffer).
+  docs/alfworld.md). With ``write_back`` such a step is written back as any other (``source="synthetic"``).
 
 The model is frozen (``requires_grad_(False)``, eval mode). With ``write_back=True`` every synthetic
 transition is added to the replay buffer (``source="synthetic"``).
@@ -330,7 +330,8 @@ class SyntheticEnv(TextEnvBase):
         return next((t for t in steps if self._real_cls.path_free(action, buf.earlier_actions(t))), None)
 
     def _replayed(self, slot: int, action: str, real: Transition) -> TextStep:
-        """The step ``real`` recorded, as this slot's step (no model call, nothing written back)."""
+        """The step ``real`` recorded, as this slot's step (no model call; written back as any step)."""
+        state = self.current(slot).observation
         self._history[slot].append(action)
         self.grounded += 1
         step = TextStep(
@@ -342,6 +343,7 @@ class SyntheticEnv(TextEnvBase):
             success=is_success(float(real.reward), real.done),
         )
         self._states[slot].append(real.next_state)
+        self._write_back(slot, state, action, step)
         return step
 
     def _outcome(self, slot: int, action: str, q: ExperienceQuery, pred) -> TextStep:
@@ -369,30 +371,38 @@ class SyntheticEnv(TextEnvBase):
             reasoning=pred.reasoning,
         )
         self._states[slot].append(pred.next_state)
-        if self.write_back and self.experience.buffer is not None and not pred.cut:  # cut: not worth keeping
-            self.experience.buffer.add(
-                [
-                    Transition(
-                        task_id=task.task_id,
-                        instruction=task.instruction,
-                        step=len(self._history[slot]) - 1,
-                        state=q.state,
-                        action=action,
-                        next_state=pred.next_state,
-                        reward=reward,
-                        done=bool(pred.done),
-                        success=step.success,
-                        source="synthetic",
-                        env=self.real_env,
-                        split="train",
-                        reasoning=pred.reasoning,
-                        score=float(pred.score),
-                        terminated=bool(pred.done),
-                        trajectory_id=self._episode_ids[slot],
-                    )
-                ]
-            )
+        if not pred.cut:  # cut: not worth keeping
+            self._write_back(slot, q.state, action, step)
         return step
+
+    def _write_back(self, slot: int, state: str, action: str, step: TextStep) -> None:
+        """With ``write_back``: add this slot's step (``state`` --``action``--> ``step``) to the buffer as a
+        synthetic transition of its episode."""
+        if not self.write_back or self.experience.buffer is None:
+            return
+        task = self._task[slot]
+        self.experience.buffer.add(
+            [
+                Transition(
+                    task_id=task.task_id,
+                    instruction=task.instruction,
+                    step=len(self._history[slot]) - 1,
+                    state=state,
+                    action=action,
+                    next_state=step.observation,
+                    reward=step.reward,
+                    done=step.terminated,
+                    success=step.success,
+                    source="synthetic",
+                    env=self.real_env,
+                    split="train",
+                    reasoning=step.reasoning,
+                    score=step.score,
+                    terminated=step.terminated,
+                    trajectory_id=self._episode_ids[slot],
+                )
+            ]
+        )
 
     @property
     def written_buffer(self):
