@@ -248,6 +248,10 @@ def test_ground_reads_what_a_place_holds_from_the_games_real_steps():
 
     assert ALFWorldEnv.path_free("go to countertop 1", ["go to shelf 1", "open drawer 1"])
     assert ALFWorldEnv.path_free("open drawer 1", ["open drawer 10", "take mug 1 from countertop 1"])
+    assert ALFWorldEnv.path_free(
+        "open drawer 1", ["go to drawer 1", "examine drawer 1"]
+    )  # looking changes nothing
+    assert not ALFWorldEnv.path_free("open drawer 1", ["go to drawer 1", "open drawer 1", "close drawer 1"])
     assert not ALFWorldEnv.path_free("go to countertop 1", ["take mug 1 from countertop 1"])
     assert not ALFWorldEnv.path_free("take mug 1 from countertop 1", [])
     assert not ALFWorldEnv.path_free("go to countertop 1", ["slice apple 1 with knife 1"])

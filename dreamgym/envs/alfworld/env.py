@@ -207,15 +207,19 @@ class ALFWorldEnv(TextEnvBase):
 
     @classmethod
     def path_free(cls, action: str, earlier_actions: Sequence[str]) -> bool:
-        """``go to R`` and ``open R`` while no earlier command named ``R`` (no take from it, move to it, open
-        or close of it) and none sliced anything: what ``R`` shows (closed, or the objects the game put
-        there) is then as the game began, whatever path led there."""
+        """``go to R`` and ``open R`` while no earlier command but ``go to`` / ``examine`` named ``R`` (no take
+        from it, move to it, open or close of it) and none sliced anything: what ``R`` shows (closed, or the
+        objects the game put there) is then as the game began, whatever path led there."""
         verb, _, rest = action.strip().partition(" ")
         place = rest[3:] if verb == "go" and rest.startswith("to ") else rest if verb == "open" else ""
         if not place:
             return False
         named = re.compile(rf"\b{re.escape(place)}(?!\d)")
-        return not any(named.search(a) or a.split(" ", 1)[0] == "slice" for a in earlier_actions)
+        looks = ("go", "examine")  # commands that leave what they name as it was
+        return not any(
+            (named.search(a) and a.split(" ", 1)[0] not in looks) or a.split(" ", 1)[0] == "slice"
+            for a in earlier_actions
+        )
 
 
 def _available(state) -> list[str]:
