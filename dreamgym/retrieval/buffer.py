@@ -66,9 +66,7 @@ class ReplayBuffer:
         self.dtype = dtype
         self.transitions: list[Transition] = []
         self._steps: dict[tuple[str, str], list[int]] | None = None  # (task_id, action) -> real keys, lazily
-        self._episodes: dict[str, dict[int, str]] | None = (
-            None  # trajectory_id -> {step: action}, real, lazily
-        )
+        self._episodes: dict[str, dict[int, str]] = {}  # trajectory_id -> {step: action}, real, with _steps
         self.bucket_radius, self.probe = float(bucket_radius), int(probe)
         self.index = self._new_index()
 
@@ -110,27 +108,25 @@ class ReplayBuffer:
         self.transitions.extend(new)
         if self._steps is not None:
             self._index_steps(start)
-        if any(t.source != "synthetic" for t in new):
-            self._episodes = None
         return keys
 
     def _index_steps(self, start: int = 0) -> None:
+        """Index the real steps from ``start`` on by (task, action) and by episode (never a synthetic one)."""
         steps = self._steps if self._steps is not None else {}
+        if start == 0:
+            self._episodes = {}
         for key in range(start, len(self.transitions)):
             t = self.transitions[key]
             if t.source != "synthetic":  # the real game's steps only, never what a model wrote back
                 steps.setdefault((t.task_id, t.action), []).append(key)
+                self._episodes.setdefault(t.trajectory_id, {})[t.step] = t.action
         self._steps = steps
 
     def earlier_actions(self, t: Transition) -> list[str]:
         """The actions real transition ``t``'s episode (``trajectory_id``) took before it, oldest first (those
         the buffer holds)."""
-        if self._episodes is None:
-            episodes: dict[str, dict[int, str]] = {}
-            for u in self.transitions:
-                if u.source != "synthetic":
-                    episodes.setdefault(u.trajectory_id, {})[u.step] = u.action
-            self._episodes = episodes
+        if self._steps is None:
+            self._index_steps()
         steps = self._episodes.get(t.trajectory_id, {})
         return [steps[i] for i in sorted(steps) if i < t.step]
 
@@ -288,7 +284,7 @@ class ReplayBuffer:
         self.bucket_radius = float(state["meta"].get("bucket_radius", 0.0))
         self.probe = int(state["meta"].get("probe", 8))
         self.transitions = [Transition.from_dict(t) for t in state["transitions"]]
-        self._steps = self._episodes = None
+        self._steps = None
         self.index = (
             index_from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)
             if state["index"]
