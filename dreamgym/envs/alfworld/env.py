@@ -215,11 +215,13 @@ class ALFWorldEnv(TextEnvBase):
         if not place:
             return False
         named = re.compile(rf"\b{re.escape(place)}(?!\d)")
-        looks = ("go", "examine")  # commands that leave what they name as it was
-        return not any(
-            (named.search(a) and a.split(" ", 1)[0] not in looks) or a.split(" ", 1)[0] == "slice"
-            for a in earlier_actions
-        )
+        for a in earlier_actions:
+            verb = a.split(" ", 1)[0]
+            if verb == "slice" or (
+                verb not in ("go", "examine") and named.search(a)
+            ):  # go / examine: looks only
+                return False
+        return True
 
 
 def _available(state) -> list[str]:
