@@ -235,8 +235,10 @@ def main(argv: list[str] | None = None) -> None:
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     from dreamgym.errors import Interrupted
+    from dreamgym.strategies import destroy_process_group_at_exit
 
     _refuse_pipeline_config(argv)
+    destroy_process_group_at_exit()  # a multi-process (gloo) run must not abort at exit after it finished
     stage = next((a for a in argv if a in STAGES), argv[0])
     resume = "rerun the same command with --ckpt_path last to resume from the last saved checkpoint"
     try:

@@ -34,6 +34,7 @@ Contract for LightningModules trained under DeepSpeed (GPU or CPU), all met by m
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ __all__ = [
     "check_rl_strategy",
     "CPU_DEEPSPEED_NAMES",
     "skip_deepspeed_shm_build",
+    "destroy_process_group_at_exit",
     "deepspeed_checkpoint_files",
     "consolidate_deepspeed_checkpoint",
 ]
@@ -58,6 +60,28 @@ CPU_DEEPSPEED_NAMES: dict[str, dict[str, Any]] = {
     "deepspeed_cpu_stage_3": {"stage": 3},
 }
 """``--trainer.strategy`` names registered by this module -> ``CPUDeepSpeedStrategy`` keyword arguments."""
+
+
+def destroy_process_group_at_exit() -> None:
+    """Destroy ``torch.distributed``'s process groups when the interpreter exits (registered once).
+
+    Lightning registers this only for NCCL. A Gloo group left alive until interpreter finalisation can
+    abort a finished run: its worker threads still hold work objects whose tensors need the GIL while the
+    interpreter is torn down ("terminate called without an active exception", exit -6 after
+    "`Trainer.fit` stopped"; pytorch/pytorch#179291). A no-op when no group is initialised.
+    """
+    global _EXIT_HOOK_REGISTERED
+    if not _EXIT_HOOK_REGISTERED:
+        atexit.register(_destroy_process_group)
+        _EXIT_HOOK_REGISTERED = True
+
+
+_EXIT_HOOK_REGISTERED = False
+
+
+def _destroy_process_group() -> None:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def skip_deepspeed_shm_build() -> bool:
@@ -147,6 +171,7 @@ class CPUDeepSpeedStrategy(DeepSpeedStrategy):
         reset_seed()
         self.set_world_ranks()
         self._init_deepspeed_distributed()
+        destroy_process_group_at_exit()
 
     @classmethod
     def register_strategies(cls, strategy_registry: Any) -> None:

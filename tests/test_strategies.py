@@ -219,6 +219,31 @@ def test_skip_shm_build_replaces_builder_once():
     assert skip_deepspeed_shm_build() is False
 
 
+def test_process_group_is_destroyed_at_exit_registered_once(tmp_path, monkeypatch):
+    """A gloo group left alive at interpreter exit can abort a finished multi-process run (exit -6):
+    the CLI and CPUDeepSpeedStrategy register one exit hook that destroys it while Python is alive."""
+    import atexit
+
+    import torch.distributed as dist
+
+    from dreamgym import strategies
+
+    registered = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    monkeypatch.setattr(strategies, "_EXIT_HOOK_REGISTERED", False)
+    strategies.destroy_process_group_at_exit()
+    strategies.destroy_process_group_at_exit()
+    assert len(registered) == 1
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        registered[0]()
+        assert not dist.is_initialized()
+        registered[0]()  # nothing left to destroy: a no-op
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
 def test_deepspeed_checkpoint_files_names_the_problem(tmp_path):
     from dreamgym.strategies import deepspeed_checkpoint_files
 
