@@ -99,6 +99,17 @@ def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
     assert "words:\ngo to desk 1\ngo to sinkbasin 1\n" in with_related.prompt(
         "put a clean mug in desk", "s", sink
     )
+    at_sink = ["examine mug 1", "clean mug 1 with sinkbasin 1", "go to desk 1", "move mug 1 to sinkbasin 1"]
+    assert PolicyFormat.matching("put a clean mug in desk", at_sink, related, rank=True) == [
+        "clean mug 1 with sinkbasin 1",  # clean, mug, sinkbasin
+        "move mug 1 to sinkbasin 1",  # mug, sinkbasin
+        "examine mug 1",  # ties keep their listed order
+        "go to desk 1",
+    ]
+    ranked = PolicyFormat(history_window=0, match_instruction=True, related=related, rank_matches=True)
+    assert "words:\nclean mug 1 with sinkbasin 1\nmove mug 1" in ranked.prompt(
+        "put a clean mug in desk", "s", at_sink
+    )
     (tmp_path / "r").mkdir()
     with_related.save(tmp_path / "r")  # the mapping round-trips through policy_format.json
     assert PolicyFormat.load(tmp_path / "r") == with_related

@@ -84,6 +84,9 @@ class PolicyFormat:
         related: words that an instruction word also stands for in ``match_instruction`` (ALFWorld's
             ``{clean: [sinkbasin], heat: [microwave], hot: [microwave], cool: [fridge]}``: the appliance a
             transformation needs, named by no word of the instruction); default none.
+        rank_matches: list the ``match_instruction`` actions by how many of those words they name, most
+            first (ties in listed order): ALFWorld's ``clean mug 1 with sinkbasin 1`` (clean, mug,
+            sinkbasin) before ``move mug 1 to sinkbasin 1`` (mug, sinkbasin).
     """
 
     def __init__(
@@ -97,6 +100,7 @@ class PolicyFormat:
         untaken: str = "",
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
+        rank_matches: bool = False,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -109,6 +113,7 @@ class PolicyFormat:
         self.untaken = untaken
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
+        self.rank_matches = rank_matches
 
     _FIELDS = (
         "history_window",
@@ -120,6 +125,7 @@ class PolicyFormat:
         "untaken",
         "untaken_limit",
         "related",
+        "rank_matches",
     )
 
     def to_dict(self) -> dict:
@@ -173,7 +179,9 @@ class PolicyFormat:
         lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
-            lines.extend(self.matching(instruction, self.listed(available_actions), self.related))
+            lines.extend(
+                self.matching(instruction, self.listed(available_actions), self.related, self.rank_matches)
+            )
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
             fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
@@ -188,14 +196,22 @@ class PolicyFormat:
 
     @staticmethod
     def matching(
-        instruction: str, actions: list[str], related: dict[str, list[str]] | None = None
+        instruction: str,
+        actions: list[str],
+        related: dict[str, list[str]] | None = None,
+        rank: bool = False,
     ) -> list[str]:
         """The ``actions`` (in order) that share a word with ``instruction``, function words aside
         (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine"), or a word ``related`` gives
-        one of its words (``{"clean": ["sinkbasin"]}``: ``"go to sinkbasin 1"`` too)."""
+        one of its words (``{"clean": ["sinkbasin"]}``: ``"go to sinkbasin 1"`` too). ``rank``: ordered by
+        how many of those words each names, most first (a stable sort: ties keep their order)."""
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
         words |= {r for w in words for r in (related or {}).get(w, [])}
-        return [a for a in actions if words & set(_WORD.findall(a.lower()))]
+        shared = [(a, len(words & set(_WORD.findall(a.lower())))) for a in actions]
+        matches = [(a, n) for a, n in shared if n]
+        if rank:
+            matches.sort(key=lambda m: -m[1])
+        return [a for a, _ in matches]
 
     @staticmethod
     def not_taken(prefix: str, actions: list[str], history: list[tuple[str, str]]) -> list[str]:
