@@ -115,6 +115,26 @@ def test_searcher_moves_in_the_admissible_order_not_the_walkthrough():
     assert s.act(None, info) == "go to cabinet 2"  # after the last one: wraps around
 
 
+def test_task_types_keep_only_those_games_as_alfworld_numbers_them(small_manifest, tmp_path):
+    heat_cool = ALFWorldEnv(
+        split="test",
+        manifest=small_manifest,
+        cache_dir=tmp_path,
+        task_types=[4, "pick_cool_then_place_in_recep"],
+    )
+    assert heat_cool.num_tasks() == 2
+    ids = heat_cool.task_ids()
+    assert {t.split("/")[2] for t in ids} == {
+        "pick_heat_then_place_in_recep",
+        "pick_cool_then_place_in_recep",
+    }
+    assert as_text_list(_reset(heat_cool, [1])["task_id"]) == [ids[1]]  # task 1 counts the kept games only
+    with pytest.raises(ValueError, match=r"task_types: 'pick_hot' is not a task type; use names of"):
+        ALFWorldEnv(split="test", manifest=small_manifest, cache_dir=tmp_path, task_types=["pick_hot"])
+    with pytest.raises(ValueError, match=r"task_types: 7 is not"):
+        ALFWorldEnv(split="test", manifest=small_manifest, cache_dir=tmp_path, task_types=[7])
+
+
 def test_reset_text_ids_and_actions(env):
     td = _reset(env, [0, 1])
     obs = as_text_list(td["observation"])[0]

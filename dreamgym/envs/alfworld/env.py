@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dreamgym.envs.alfworld import speedups
+from dreamgym.envs.alfworld import gen, speedups
 from dreamgym.envs.alfworld.games import GameRecord, GameSet, canonical_split, load_pddl_env
 from dreamgym.envs.alfworld.world import summarize, world_changes
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
@@ -59,6 +59,24 @@ def task_instruction(observation: str) -> str:
     ``"put a mug in desk"``); ``""`` if it names none."""
     m = _TASK_RE.search(observation)
     return m.group(1).rstrip(".") if m else ""
+
+
+def _task_type_names(task_types: list[str | int] | None) -> tuple[str, ...] | None:
+    """``task_types`` as names of ``gen.TASK_TYPES`` (ALFWorld's numbers 1..6 accepted); refuses others."""
+    if task_types is None:
+        return None
+    names = []
+    for t in task_types:
+        name = gen.TASK_TYPES[t - 1] if isinstance(t, int) and 1 <= t <= len(gen.TASK_TYPES) else t
+        if name not in gen.TASK_TYPES:
+            raise ValueError(
+                f"ALFWorldEnv.task_types: {t!r} is not a task type; use names of {list(gen.TASK_TYPES)} or "
+                "ALFWorld's numbers 1..6"
+            )
+        names.append(name)
+    if not names:
+        raise ValueError("ALFWorldEnv.task_types=[] leaves no game to play; use None for all types")
+    return tuple(names)
 
 
 class ALFWorldEnv(TextEnvBase):
@@ -76,6 +94,8 @@ class ALFWorldEnv(TextEnvBase):
         cache_dir: where generated game files are written (default: ``~/.cache/dreamgym/alfworld/<hash>``).
         goal_desc_human_anns_prob: chance that a generated game's task is one of its rule-made
             annotation-style goals instead of the template (ALFWorld's setting of that name; fixed per game).
+        task_types: play only games of these types (names of ``gen.TASK_TYPES`` or ALFWorld's numbers
+            1..6, as ALFWorld's ``env.task_types``); task indices then count those games only. None: all.
     """
 
     env_name = "alfworld"
@@ -90,8 +110,10 @@ class ALFWorldEnv(TextEnvBase):
         manifest: str | Path | None = None,
         cache_dir: str | Path | None = None,
         goal_desc_human_anns_prob: float = 0.0,
+        task_types: list[str | int] | None = None,
     ):
         canonical_split(split)  # validate early
+        self.task_types = _task_type_names(task_types)
         self.games = GameSet(
             data_dir=data_dir,
             manifest=manifest,
@@ -109,13 +131,18 @@ class ALFWorldEnv(TextEnvBase):
 
     # ----------------------------------------------------------------- hooks
     def _num_tasks(self, split: str) -> int:
-        return len(self.games.games(split))
+        return len(self.split_games(split))
 
     def _task_ids(self, split: str) -> list[str]:
-        return [rec.task_id for rec in self.games.games(split)]
+        return [rec.task_id for rec in self.split_games(split)]
+
+    def split_games(self, split: str) -> list[GameRecord]:
+        """The games this env plays on ``split``, in task-index order (only ``task_types`` if given)."""
+        games = self.games.games(split)
+        return games if self.task_types is None else [g for g in games if g.task_type in self.task_types]
 
     def _start(self, slot: int, split: str, task_index: int) -> TextObs:
-        rec = self.games.games(split)[task_index]
+        rec = self.split_games(split)[task_index]
         path = self.games.game_file(rec)
         if self._tw[slot] is None or self._loaded[slot] != path:
             if self._tw[slot] is None:
