@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--first-task", type=int, default=0, help="index of the first task (default 0)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--sample", action="store_true", help="sample (temperature 1) instead of greedy")
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed torch's sampling (another draw with --sample; default: torch's own)",
+    )
     ap.add_argument("--free", action="store_true", help="free decoding instead of constrained")
     ap.add_argument("--batch-size", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=15)
@@ -53,6 +59,10 @@ def main(argv: list[str] | None = None) -> dict:
         "--dtype", default=None, help="load the policy in this dtype (e.g. bfloat16; default: as saved)"
     )
     args = ap.parse_args(argv)
+    if args.seed is not None:
+        import torch
+
+        torch.manual_seed(args.seed)
     collector = collector_from_config(args.config)
     if args.free:
         collector.constrained = False
