@@ -235,14 +235,16 @@ def main(argv: list[str] | None = None) -> None:
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     from dreamgym.errors import Interrupted
-    from dreamgym.strategies import destroy_process_group_at_exit
+    from dreamgym.strategies import destroy_process_group_at_exit, end_distributed_run
 
     _refuse_pipeline_config(argv)
     destroy_process_group_at_exit()  # a multi-process (gloo) run must not abort at exit after it finished
     stage = next((a for a in argv if a in STAGES), argv[0])
     resume = "rerun the same command with --ckpt_path last to resume from the last saved checkpoint"
     try:
-        _lightning_cli(argv)
+        cli = _lightning_cli(argv)
+        if cli.trainer.world_size > 1:  # a finished multi-process run must not abort in interpreter teardown
+            end_distributed_run()
     except ArgumentError as exc:
         raise _parse_error(stage, str(exc)) from None
     except SIGTERMException:  # Lightning's graceful stop is a SystemExit with code 0: not a finished run

@@ -50,6 +50,7 @@ __all__ = [
     "CPU_DEEPSPEED_NAMES",
     "skip_deepspeed_shm_build",
     "destroy_process_group_at_exit",
+    "end_distributed_run",
     "deepspeed_checkpoint_files",
     "consolidate_deepspeed_checkpoint",
 ]
@@ -65,10 +66,9 @@ CPU_DEEPSPEED_NAMES: dict[str, dict[str, Any]] = {
 def destroy_process_group_at_exit() -> None:
     """Destroy ``torch.distributed``'s process groups when the interpreter exits (registered once).
 
-    Lightning registers this only for NCCL. A Gloo group left alive until interpreter finalisation can
-    abort a finished run: its worker threads still hold work objects whose tensors need the GIL while the
-    interpreter is torn down ("terminate called without an active exception", exit -6 after
-    "`Trainer.fit` stopped"; pytorch/pytorch#179291). A no-op when no group is initialised.
+    Lightning registers this only for NCCL. A no-op when no group is initialised. Destroying the group
+    does not stop its Gloo worker threads while DeepSpeed still holds the group (ZeRO-3 parameters keep
+    ``ds_process_group``), so a finished multi-process run also ends through :func:`end_distributed_run`.
     """
     global _EXIT_HOOK_REGISTERED
     if not _EXIT_HOOK_REGISTERED:
@@ -82,6 +82,29 @@ _EXIT_HOOK_REGISTERED = False
 def _destroy_process_group() -> None:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+
+
+def end_distributed_run(code: int = 0) -> None:
+    """End the process of a finished multi-process run without interpreter finalisation.
+
+    A no-op when no process group is initialised. Call it from a command's top level only (the CLI calls
+    it when ``trainer.world_size > 1``), never from a library or a test process: it ends the process.
+
+    A Gloo process group that outlives the run keeps C++ worker threads that may still release tensors
+    (and so take the GIL) while the interpreter is being torn down: the process then aborts after the run
+    finished ("terminate called without an active exception", exit -6 after "`Trainer.fit` stopped";
+    pytorch/pytorch#190489, #179291). DeepSpeed keeps its groups referenced (ZeRO-3 parameters hold
+    ``ds_process_group``), so destroying the group does not stop those threads. When a group is still
+    initialised, this runs the ``atexit`` handlers (loggers, :func:`destroy_process_group_at_exit`), flushes
+    stdout/stderr and leaves with ``os._exit(code)``: everything a run writes is closed by Lightning's
+    teardown before ``fit`` returns, and what is skipped is only the destruction of Python objects.
+    """
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 def skip_deepspeed_shm_build() -> bool:

@@ -127,7 +127,10 @@ def _fit(tmp_path: Path, *args: str) -> None:
 
 def _run(cmd: list[str], timeout: int = SUBPROCESS_TIMEOUT_S, gpu: bool = False) -> None:
     """Run ``cmd`` from the repo root with ``tests/`` importable (CPU only unless ``gpu``); fail with its output."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]))
+    # PYTHONFAULTHANDLER: an abort (exit -6) prints every thread's Python stack
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]), PYTHONFAULTHANDLER="1"
+    )
     env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
     if not gpu:
         env.update(CUDA_VISIBLE_DEVICES="", DS_ACCELERATOR="cpu")
@@ -242,6 +245,38 @@ def test_process_group_is_destroyed_at_exit_registered_once(tmp_path, monkeypatc
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def test_end_distributed_run_runs_exit_handlers_and_skips_finalisation(tmp_path):
+    """A finished multi-process run ends with its atexit handlers run (the group destroyed, loggers
+    closed) and without interpreter teardown, where Gloo's threads can abort the process; with no group
+    up it returns and the program goes on."""
+    script = f"""
+import atexit, pathlib, sys
+import torch.distributed as dist
+from dreamgym.strategies import destroy_process_group_at_exit, end_distributed_run
+out = pathlib.Path({str(tmp_path)!r})
+end_distributed_run()  # no group yet: returns
+(out / "went_on").write_text("")
+class Finalised:
+    def __del__(self):
+        (out / "finalised").write_text("")
+keep = Finalised()  # destroyed only in interpreter teardown
+dist.init_process_group("gloo", init_method=f"file://{{out / 'store'}}", rank=0, world_size=1)
+atexit.register(lambda: (out / "atexit").write_text(str(dist.is_initialized())))  # runs last (LIFO)
+destroy_process_group_at_exit()
+print("finished", flush=True)
+end_distributed_run(3)
+(out / "after").write_text("")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "finished" in proc.stdout
+    assert (tmp_path / "went_on").exists() and not (tmp_path / "after").exists()
+    assert (tmp_path / "atexit").read_text() == "False"  # the handlers ran: the group was destroyed
+    assert not (tmp_path / "finalised").exists()
 
 
 def test_deepspeed_checkpoint_files_names_the_problem(tmp_path):
