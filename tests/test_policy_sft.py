@@ -121,6 +121,54 @@ def test_match_instruction_lists_the_actions_naming_the_goal(tmp_path):
         PolicyFormat.load(tmp_path)
 
 
+def test_progress_lists_goal_commands_done_and_done_verbs_move_the_goal_list_on():
+    """After ``cool apple 1 with fridge 1`` the goal-naming list no longer heads with the cooling (the
+    searcher then goes to the receptacle), and the prompt keeps what was taken and transformed."""
+    related = {"cool": ["fridge"], "hot": ["microwave"], "heat": ["microwave"]}
+    goal = "put a cool apple in countertop"
+    at_fridge = [
+        "cool apple 1 with fridge 1",
+        "examine apple 1",
+        "go to countertop 1",
+        "move apple 1 to fridge 1",
+    ]
+    history = [
+        ("s0", "go to diningtable 1"),
+        ("s1", "take apple 1 from diningtable 1"),
+        ("s2", "go to fridge 1"),
+    ]
+    before = PolicyFormat.matching(goal, at_fridge, related, rank=True, taken=[a for _, a in history])
+    assert before[0] == "cool apple 1 with fridge 1"  # not done yet: it still heads the list
+    history.append(("s3", "cool apple 1 with fridge 1"))
+    taken = [a for _, a in history]
+    assert PolicyFormat.done_words(goal, taken, related) == {"cool", "fridge"}
+    assert (
+        PolicyFormat.matching(goal, at_fridge, related, rank=True)
+        == at_fridge[:1] + [at_fridge[3]] + at_fridge[1:3]
+    )
+    # cool and fridge no longer count; ties go to countertop, which no taken command named
+    assert PolicyFormat.matching(goal, at_fridge, related, rank=True, taken=taken) == [
+        "go to countertop 1",
+        "examine apple 1",
+        "move apple 1 to fridge 1",
+    ]
+    # "hot" is done through its related word once the heating is taken
+    assert PolicyFormat.done_words("put a hot apple in desk", ["heat apple 1 with microwave 1"], related) == {
+        "heat",
+        "microwave",
+    }
+    assert PolicyFormat.matching("put a hot apple in desk", ["go to microwave 1", "go to desk 1"], related,
+                                 taken=["heat apple 1 with microwave 1"]) == ["go to desk 1"]  # fmt: skip
+    fmt = PolicyFormat(history_window=1, match_instruction=True, related=related, rank_matches=True,
+                       untaken="go to ", progress=True, done_verbs=True)  # fmt: skip
+    prompt = fmt.prompt(goal, "You cool the apple 1 using the fridge 1.", at_fridge, history)
+    assert (
+        "Done so far:\ntake apple 1 from diningtable 1\ncool apple 1 with fridge 1\nCurrent state:" in prompt
+    )
+    assert "words:\ngo to countertop 1\nexamine apple 1\n" in prompt
+    assert "Done so far:\nCurrent state:" in fmt.prompt(goal, "s", at_fridge, [])
+
+
 def test_untaken_lists_the_places_no_earlier_step_went_to_in_natural_order(tmp_path):
     acts = ["go to cabinet 10", "go to cabinet 2", "go to bed 1", "look", "open cabinet 2"]
     history = [

@@ -8,6 +8,8 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     [1] action: <a_{t-2}>
     [2] state: <s_{t-1}>
     [2] action: <a_{t-1}>
+    Done so far:                                     (only with ``progress``)
+    <a>
     Current state:
     <s_t>
     Available actions:
@@ -87,6 +89,15 @@ class PolicyFormat:
         rank_matches: list the ``match_instruction`` actions by how many of those words they name, most
             first (ties in listed order): ALFWorld's ``clean mug 1 with sinkbasin 1`` (clean, mug,
             sinkbasin) before ``move mug 1 to sinkbasin 1`` (mug, sinkbasin).
+        progress: list, under ``Done so far:``, the episode's earlier commands that name the instruction's
+            words (as ``match_instruction`` matches them; commands with the ``untaken`` prefix aside, which
+            that list tracks): what the agent holds and has transformed, which a short history window loses
+            (ALFWorld's ``take apple 1 from countertop 2``, then ``cool apple 1 with fridge 1``).
+        done_verbs: a command word that is an instruction word or a ``related`` key (ALFWorld's ``cool``),
+            once an earlier command of the episode began with it, no longer counts in ``match_instruction``
+            (nor its ``related`` words), and commands beginning with it leave that list: after
+            ``cool apple 1 with fridge 1`` the list stops heading with the cooling (:meth:`done_words`); ranked
+            ties go to the command naming more words that no earlier command named (:meth:`matching`).
     """
 
     def __init__(
@@ -101,6 +112,8 @@ class PolicyFormat:
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
         rank_matches: bool = False,
+        progress: bool = False,
+        done_verbs: bool = False,
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -114,6 +127,8 @@ class PolicyFormat:
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
         self.rank_matches = rank_matches
+        self.progress = progress
+        self.done_verbs = done_verbs
 
     _FIELDS = (
         "history_window",
@@ -126,6 +141,8 @@ class PolicyFormat:
         "untaken_limit",
         "related",
         "rank_matches",
+        "progress",
+        "done_verbs",
     )
 
     def to_dict(self) -> dict:
@@ -173,15 +190,20 @@ class PolicyFormat:
             for i, (state, action) in enumerate(recent, start=1):
                 lines.append(f"[{i}] state: {_cut(state, self.history_state_chars)}")
                 lines.append(f"[{i}] action: {action}")
+        taken = [a for _, a in history or []]
+        if self.progress:
+            lines.append("Done so far:")
+            named = self.matching(instruction, taken, self.related)
+            lines.extend(a for a in named if not (self.untaken and a.startswith(self.untaken)))
         lines.append("Current state:")
         lines.append(_cut(observation, self.max_state_chars))
         lines.append("Available actions:")
         lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
-            lines.extend(
-                self.matching(instruction, self.listed(available_actions), self.related, self.rank_matches)
-            )
+            listed = self.listed(available_actions)
+            progress = taken if self.done_verbs else None
+            lines.extend(self.matching(instruction, listed, self.related, self.rank_matches, progress))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
             fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
@@ -200,18 +222,46 @@ class PolicyFormat:
         actions: list[str],
         related: dict[str, list[str]] | None = None,
         rank: bool = False,
+        taken: list[str] | None = None,
     ) -> list[str]:
         """The ``actions`` (in order) that share a word with ``instruction``, function words aside
         (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine"), or a word ``related`` gives
         one of its words (``{"clean": ["sinkbasin"]}``: ``"go to sinkbasin 1"`` too). ``rank``: ordered by
-        how many of those words each names, most first (a stable sort: ties keep their order)."""
+        how many of those words each names, most first (a stable sort: ties keep their order).
+
+        ``taken`` (the episode's earlier commands): the :meth:`done_words` no longer count, nor an
+        instruction word whose ``related`` words are all done, and actions beginning with a done word are
+        left out; ranked ties go to the action naming more words no taken command named (after
+        ``cool apple 1 with fridge 1``: ``go to countertop 1`` before ``examine apple 1``)."""
+        related = related or {}
+        done = PolicyFormat.done_words(instruction, taken, related) if taken else set()
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
-        words |= {r for w in words for r in (related or {}).get(w, [])}
-        shared = [(a, len(words & set(_WORD.findall(a.lower())))) for a in actions]
-        matches = [(a, n) for a, n in shared if n]
+        words = {w for w in words if w not in done and not (related.get(w) and set(related[w]) <= done)}
+        words |= {r for w in words for r in related.get(w, [])} - done
+        named = {w for a in taken or [] for w in _WORD.findall(a.lower())}
+        matches = []
+        for a in actions:
+            if done and a.split(" ", 1)[0].lower() in done:
+                continue
+            shared = words & set(_WORD.findall(a.lower()))
+            if shared:
+                matches.append((a, len(shared), len(shared - named)))
         if rank:
-            matches.sort(key=lambda m: -m[1])
-        return [a for a, _ in matches]
+            matches.sort(key=lambda m: (-m[1], -m[2]))
+        return [a for a, _, _ in matches]
+
+    @staticmethod
+    def done_words(
+        instruction: str, taken: list[str], related: dict[str, list[str]] | None = None
+    ) -> set[str]:
+        """The first words of the ``taken`` commands that are instruction words or ``related`` keys, with
+        the words ``related`` gives them: ``{"cool", "fridge"}`` once ``cool apple 1 with fridge 1`` was
+        taken for "put a cool apple in countertop" (``related={"cool": ["fridge"]}``)."""
+        related = related or {}
+        words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
+        verbs = {a.split(" ", 1)[0].lower() for a in taken if a.strip()}
+        verbs = {v for v in verbs if v in words or v in related}
+        return verbs | {r for v in verbs for r in related.get(v, [])}
 
     @staticmethod
     def not_taken(prefix: str, actions: list[str], history: list[tuple[str, str]]) -> list[str]:
