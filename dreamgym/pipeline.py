@@ -112,7 +112,8 @@ class Prepared:
     ``simulator`` is the experience model RL uses: the on-policy continuation when stage 5 runs, else
     ``experience``; ``rollouts`` (the warm start's train-task episodes) is None without stage 5;
     ``warm_episodes`` are the warm start's held-out test episodes; ``experience_episodes`` the experience
-    model's own extra train episodes (None without ``experience_episodes``); ``judge`` the reward judge
+    model's own extra train episodes (None without ``experience_episodes``), ``policy_episodes`` the warm
+    start's (None without ``policy_episodes``); ``judge`` the reward judge
     saved as ``<simulator>/judge`` and ``judge_purchases`` its own train episodes (both None without
     ``judge_config``).
     """
@@ -126,6 +127,7 @@ class Prepared:
     simulator: Path
     warm_episodes: Path
     experience_episodes: Path | None = None
+    policy_episodes: Path | None = None
     judge: Path | None = None
     judge_purchases: Path | None = None
 
@@ -161,9 +163,12 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         [*experience_args(tok, exp_train, test, None), *cfg.experience_args],
         d / "experience_model", "model.init_args.export_dir", None, budget,
     )  # fmt: skip
+    policy_extra = stage("collect_policy", policy_episodes_stage, cfg) if cfg.policy_episodes else None
+    policy_train = [train] + ([policy_extra] if policy_extra is not None else [])
     sft = stage(
         "policy_sft", fit_stage, cfg.policy_sft_config,
-        [f"--model.init_args.policy.init_args.tokenizer_path={tok}", f"--data.init_args.train_files=[{train}]",
+        [f"--model.init_args.policy.init_args.tokenizer_path={tok}",
+         f"--data.init_args.train_files=[{','.join(map(str, policy_train))}]",
          f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args],
         d / "policy_sft", "model.init_args.save_dir", None, budget,
     )  # fmt: skip
@@ -177,7 +182,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         ))  # fmt: skip
         sft = stage(
             name, fit_stage, cfg.policy_sft_config,
-            [f"--model.init_args.policy.init_args.path={sft}", f"--data.init_args.train_files=[{','.join(map(str, [train, *labels]))}]",
+            [f"--model.init_args.policy.init_args.path={sft}", f"--data.init_args.train_files=[{','.join(map(str, [*policy_train, *labels]))}]",
              f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args, *cfg.dagger_args],
             d / name, "model.init_args.save_dir", None, budget,
         )  # fmt: skip
@@ -204,7 +209,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
             sim / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget,
         )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
-                    simulator=sim, warm_episodes=warm, experience_episodes=extra, judge=judge,
+                    simulator=sim, warm_episodes=warm, experience_episodes=extra, policy_episodes=policy_extra, judge=judge,
                     judge_purchases=purchases)  # fmt: skip
 
 
@@ -212,9 +217,16 @@ def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:
     return None if budget is None else budget.episode_minutes(name)
 
 
-def _train_episodes(cfg: PipelineConfig, name: str, mix: dict[str, int], seed: int, teacher: bool) -> Path:
-    """``name`` under ``out_dir``: the scripted ``mix`` (no zero counts) on TRAIN tasks (written whole or not
-    at all)."""
+def _train_episodes(
+    cfg: PipelineConfig,
+    name: str,
+    mix: dict[str, int],
+    seed: int,
+    teacher: bool,
+    env_kwargs: dict | None = None,
+) -> Path:
+    """``name`` under ``out_dir``: the scripted ``mix`` (no zero counts) on TRAIN tasks, the env built with
+    ``env_kwargs`` (written whole or not at all)."""
     out = cfg.out_dir / name
     if out.exists():
         return out
@@ -223,7 +235,7 @@ def _train_episodes(cfg: PipelineConfig, name: str, mix: dict[str, int], seed: i
     tmp = out.with_suffix(".jsonl.tmp")
     tmp.unlink(missing_ok=True)
     collect_trajectories(cfg.env, "train", 0, 0, out=tmp, seed=seed, teacher=teacher, batch_size=32,
-                         progress=True, mix=mix)  # fmt: skip
+                         progress=True, mix=mix, env_kwargs=env_kwargs)  # fmt: skip
     tmp.rename(out)
     return out
 
@@ -240,6 +252,19 @@ def experience_episodes_stage(cfg: PipelineConfig) -> Path:
     """``experience_train.jsonl`` under ``out_dir``: ``experience_episodes`` on TRAIN tasks with teacher
     reasoning (seed ``seed + 2``), for the experience model's fits only."""
     return _train_episodes(cfg, "experience_train.jsonl", cfg.experience_episodes, cfg.seed + 2, teacher=True)
+
+
+def policy_episodes_stage(cfg: PipelineConfig) -> Path:
+    """``policy_train.jsonl`` under ``out_dir``: ``policy_episodes`` on TRAIN tasks (no teacher reasoning;
+    seed ``seed + 3``; the env built with ``policy_env_kwargs``), for the warm start's fits only."""
+    return _train_episodes(
+        cfg,
+        "policy_train.jsonl",
+        cfg.policy_episodes,
+        cfg.seed + 3,
+        teacher=False,
+        env_kwargs=cfg.policy_env_kwargs,
+    )
 
 
 def judge_fit_args(

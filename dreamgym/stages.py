@@ -14,6 +14,7 @@ import resource
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from dreamgym.errors import Interrupted
 
@@ -430,6 +431,11 @@ class PipelineConfig:
             from besides the offline data (``experience_train.jsonl``, seed ``seed + 2``, teacher reasoning),
             e.g. ``{near_miss: 800}``: the placements and purchases that fail, without changing the offline
             data the tokenizer and the warm start come from. None (default): none.
+        policy_episodes: train-task episodes per scripted policy the warm start (and DAgger) alone learns
+            from besides the offline data (``policy_train.jsonl``, seed ``seed + 3``, no teacher reasoning),
+            e.g. ALFWorld's ``{non_oracle: 600}`` with ``policy_env_kwargs: {task_types: [3, 4, 5]}``: more
+            searcher episodes of the clean / heat / cool games. None (default): none.
+        policy_env_kwargs: env constructor arguments of that collection (default none).
         policy_sft_config: LightningCLI config of the policy warm start.
         policy_sft_args: extra CLI overrides for it.
         rl_config: LightningCLI config of the RL stage (the class default: GRPO in the synthetic env).
@@ -503,6 +509,8 @@ class PipelineConfig:
         judge_episodes: dict[str, int] | None = None,
         judge_args: list[str] | None = None,
         experience_episodes: dict[str, int] | None = None,
+        policy_episodes: dict[str, int] | None = None,
+        policy_env_kwargs: dict[str, Any] | None = None,
         dagger_tasks: int = 0,
         dagger_rounds: int = 1,
         dagger_agent: str = "non_oracle",
@@ -535,6 +543,8 @@ class PipelineConfig:
         self.judge_config, self.judge_args = judge_config, list(judge_args or [])
         self.judge_episodes = {k: v for k, v in (judge_episodes or {}).items() if v}
         self.experience_episodes = {k: v for k, v in (experience_episodes or {}).items() if v}
+        self.policy_episodes = {k: v for k, v in (policy_episodes or {}).items() if v}
+        self.policy_env_kwargs = dict(policy_env_kwargs or {})
         if dagger_tasks < 0 or dagger_rounds < 1:
             raise ValueError(
                 f"dagger_tasks={dagger_tasks}, dagger_rounds={dagger_rounds}: give the train tasks labelled per "

@@ -190,14 +190,16 @@ def test_the_dagger_stage_labels_the_warm_starts_states_and_becomes_the_warm_sta
 
 
 @pytest.mark.slow
-def test_the_experience_model_alone_learns_from_its_extra_episodes(tmp_path):
+def test_the_experience_model_and_the_warm_start_alone_learn_from_their_extra_episodes(tmp_path):
     """``experience_episodes``: scripted train episodes (teacher reasoning) in both experience fits' data,
-    not in the warm start's, and the offline data the tokenizer comes from unchanged."""
+    not in the warm start's, and the offline data the tokenizer comes from unchanged; ``policy_episodes``
+    (built with ``policy_env_kwargs``) in the warm start's data only."""
     from dreamgym.pipeline import prepare
     from dreamgym.stages import StageClock
 
     out = tmp_path / "ws"
-    argv = [*_argv(out), "--onpolicy_tasks=0", '--experience_episodes={"near_miss": 2}']
+    argv = [*_argv(out), "--onpolicy_tasks=0", '--experience_episodes={"near_miss": 2}',
+            '--policy_episodes={"non_oracle": 3}', '--policy_env_kwargs={"item_facts": false}']  # fmt: skip
     prep = prepare(parse_pipeline_config(argv), StageClock("test"))
     extra = list(read_trajectories(out / "experience_train.jsonl"))
     assert prep.experience_episodes == out / "experience_train.jsonl"
@@ -210,6 +212,16 @@ def test_the_experience_model_alone_learns_from_its_extra_episodes(tmp_path):
     }
     assert any(str(prep.experience_episodes) in a for a in fits["experience_model"])
     assert not any(str(prep.experience_episodes) in a for a in fits["policy_sft"])
+    own = list(read_trajectories(out / "policy_train.jsonl"))
+    assert prep.policy_episodes == out / "policy_train.jsonl"
+    assert len(own) == 3 and {(t.policy, t.split) for t in own} == {("non_oracle", "train")}
+    assert not any(tr.reasoning for t in own for tr in t.transitions)
+    states = [tr.next_state for t in own for tr in t.transitions]
+    assert any("buy now" in s.lower() for s in states)  # item pages were seen,
+    assert not any("[category]" in s for s in states)  # without their facts: built with item_facts=false
+    assert any("[category]" in tr.next_state for t in read_trajectories(prep.train) for tr in t.transitions)
+    assert any(f"{prep.train},{prep.policy_episodes}]" in a for a in fits["policy_sft"])
+    assert not any(str(prep.policy_episodes) in a for a in fits["experience_model"])
 
 
 def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path):
