@@ -8,8 +8,6 @@ Prompt (``history_window`` most recent steps; states shortened to ``history_stat
     [1] action: <a_{t-2}>
     [2] state: <s_{t-1}>
     [2] action: <a_{t-1}>
-    Done so far:                                     (only with ``progress``)
-    <a>
     Current state:
     <s_t>
     Available actions:
@@ -89,10 +87,6 @@ class PolicyFormat:
         rank_matches: list the ``match_instruction`` actions by how many of those words they name, most
             first (ties in listed order): ALFWorld's ``clean mug 1 with sinkbasin 1`` (clean, mug,
             sinkbasin) before ``move mug 1 to sinkbasin 1`` (mug, sinkbasin).
-        progress: list, under ``Done so far:``, the episode's earlier commands that name the instruction's
-            words (as ``match_instruction`` matches them; commands with the ``untaken`` prefix aside, which
-            that list tracks): what the agent holds and has transformed, which a short history window loses
-            (ALFWorld's ``take apple 1 from countertop 2``, then ``cool apple 1 with fridge 1``).
         done_verbs: a command word that is an instruction word or a ``related`` key (ALFWorld's ``cool``),
             once an earlier command of the episode began with it, no longer counts in ``match_instruction``
             (nor its ``related`` words), and commands beginning with it leave that list: after
@@ -115,7 +109,6 @@ class PolicyFormat:
         untaken_limit: int = 0,
         related: dict[str, list[str]] | None = None,
         rank_matches: bool = False,
-        progress: bool = False,
         done_verbs: bool = False,
         held_prefix: str = "",
     ):
@@ -131,7 +124,6 @@ class PolicyFormat:
         self.untaken_limit = untaken_limit
         self.related = {k: list(v) for k, v in (related or {}).items()}
         self.rank_matches = rank_matches
-        self.progress = progress
         self.done_verbs = done_verbs
         self.held_prefix = held_prefix
 
@@ -146,7 +138,6 @@ class PolicyFormat:
         "untaken_limit",
         "related",
         "rank_matches",
-        "progress",
         "done_verbs",
         "held_prefix",
     )
@@ -196,23 +187,16 @@ class PolicyFormat:
             for i, (state, action) in enumerate(recent, start=1):
                 lines.append(f"[{i}] state: {_cut(state, self.history_state_chars)}")
                 lines.append(f"[{i}] action: {action}")
-        taken = [a for _, a in history or []]
-        if self.progress:
-            lines.append("Done so far:")
-            named = self.matching(instruction, taken, self.related)
-            lines.extend(a for a in named if not (self.untaken and a.startswith(self.untaken)))
         lines.append("Current state:")
         lines.append(_cut(observation, self.max_state_chars))
         lines.append("Available actions:")
         lines.extend(self.listed(available_actions))
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
+            taken = [a for _, a in history or []] if self.done_verbs else None
             listed = self.listed(available_actions)
-            progress = taken if self.done_verbs else None
             lines.extend(
-                self.matching(
-                    instruction, listed, self.related, self.rank_matches, progress, self.held_prefix
-                )
+                self.matching(instruction, listed, self.related, self.rank_matches, taken, self.held_prefix)
             )
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
