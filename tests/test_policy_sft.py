@@ -159,19 +159,6 @@ def test_done_verbs_move_the_goal_list_on_to_the_next_step():
     }
     assert PolicyFormat.matching("put a hot apple in desk", ["go to microwave 1", "go to desk 1"], related,
                                  taken=["heat apple 1 with microwave 1"]) == ["go to desk 1"]  # fmt: skip
-    # held_prefix: with the knife in hand the appliance of the pending cleaning heads the tied go-tos
-    at_drawer = ["go to drawer 1", "go to sinkbasin 1", "take knife 1 from drawer 1"]
-    clean = {"clean": ["sinkbasin"]}
-    goal_knife = "put a clean knife in drawer"
-    assert (
-        PolicyFormat.matching(goal_knife, at_drawer, clean, True, ["go to drawer 1"], "take ")[0]
-        == "take knife 1 from drawer 1"
-    )
-    held = ["go to diningtable 1", "take knife 1 from diningtable 1"]
-    assert PolicyFormat.matching(goal_knife, at_drawer[:2], clean, True, held)[0] == "go to drawer 1"
-    assert (
-        PolicyFormat.matching(goal_knife, at_drawer[:2], clean, True, held, "take ")[0] == "go to sinkbasin 1"
-    )
     fmt = PolicyFormat(history_window=1, match_instruction=True, related=related, rank_matches=True,
                        untaken="go to ", done_verbs=True)  # fmt: skip
     prompt = fmt.prompt(goal, "You cool the apple 1 using the fridge 1.", at_fridge, history)

@@ -92,9 +92,6 @@ class PolicyFormat:
             (nor its ``related`` words), and commands beginning with it leave that list: after
             ``cool apple 1 with fridge 1`` the list stops heading with the cooling (:meth:`done_words`); ranked
             ties go to the command naming more words that no earlier command named (:meth:`matching`).
-        held_prefix: with ``done_verbs``, a command prefix that picks the goal object up (ALFWorld's
-            ``"take "``): once taken, ranked ties go first to the appliance a transformation not done yet
-            needs (its ``related`` words; :meth:`matching`).
     """
 
     def __init__(
@@ -110,7 +107,6 @@ class PolicyFormat:
         related: dict[str, list[str]] | None = None,
         rank_matches: bool = False,
         done_verbs: bool = False,
-        held_prefix: str = "",
     ):
         if history_window < 0:
             raise ValueError(f"PolicyFormat.history_window must be >= 0, got {history_window}")
@@ -125,7 +121,6 @@ class PolicyFormat:
         self.related = {k: list(v) for k, v in (related or {}).items()}
         self.rank_matches = rank_matches
         self.done_verbs = done_verbs
-        self.held_prefix = held_prefix
 
     _FIELDS = (
         "history_window",
@@ -139,7 +134,6 @@ class PolicyFormat:
         "related",
         "rank_matches",
         "done_verbs",
-        "held_prefix",
     )
 
     def to_dict(self) -> dict:
@@ -195,9 +189,7 @@ class PolicyFormat:
             lines.append("Actions naming the instruction's words:")
             taken = [a for _, a in history or []] if self.done_verbs else None
             listed = self.listed(available_actions)
-            lines.extend(
-                self.matching(instruction, listed, self.related, self.rank_matches, taken, self.held_prefix)
-            )
+            lines.extend(self.matching(instruction, listed, self.related, self.rank_matches, taken))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
             fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
@@ -217,7 +209,6 @@ class PolicyFormat:
         related: dict[str, list[str]] | None = None,
         rank: bool = False,
         taken: list[str] | None = None,
-        held_prefix: str = "",
     ) -> list[str]:
         """The ``actions`` (in order) that share a word with ``instruction``, function words aside
         (``"take mug 1 from desk 1"`` for "put a clean mug in coffeemachine"), or a word ``related`` gives
@@ -227,29 +218,23 @@ class PolicyFormat:
         ``taken`` (the episode's earlier commands): the :meth:`done_words` no longer count, nor an
         instruction word whose ``related`` words are all done, and actions beginning with a done word are
         left out; ranked ties go to the action naming more words no taken command named (after
-        ``cool apple 1 with fridge 1``: ``go to countertop 1`` before ``examine apple 1``). ``held_prefix``:
-        once a taken command began with it (ALFWorld's ``"take "``), ranked ties go first to the action
-        naming a word ``related`` gives an instruction word not done (``go to sinkbasin 1`` before
-        ``go to drawer 1`` for "put a clean knife in drawer" with the knife in hand)."""
+        ``cool apple 1 with fridge 1``: ``go to countertop 1`` before ``examine apple 1``)."""
         related = related or {}
         done = PolicyFormat.done_words(instruction, taken, related) if taken else set()
         words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
         words = {w for w in words if w not in done and not (related.get(w) and set(related[w]) <= done)}
-        needed = {r for w in words for r in related.get(w, [])} - done
-        words |= needed
+        words |= {r for w in words for r in related.get(w, [])} - done
         named = {w for a in taken or [] for w in _WORD.findall(a.lower())}
-        if not (held_prefix and any(a.startswith(held_prefix) for a in taken or [])):
-            needed = set()
         matches = []
         for a in actions:
             if done and a.split(" ", 1)[0].lower() in done:
                 continue
             shared = words & set(_WORD.findall(a.lower()))
             if shared:
-                matches.append((a, len(shared), len(shared & needed), len(shared - named)))
+                matches.append((a, len(shared), len(shared - named)))
         if rank:
-            matches.sort(key=lambda m: (-m[1], -m[2], -m[3]))
-        return [a for a, *_ in matches]
+            matches.sort(key=lambda m: (-m[1], -m[2]))
+        return [a for a, _, _ in matches]
 
     @staticmethod
     def done_words(
