@@ -399,6 +399,7 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
     ]  # fmt: skip
     pipeline = [*pipeline_argv(out, QUIET, "configs/alfworld_grpo.yaml"), "--env=alfworld", "--train_non_oracle=4", "--train_near_miss=0",
                 "--max_steps=4", "--dagger_tasks=2", '--dagger_args=["--trainer.max_steps=2"]', '--experience_episodes={"near_miss": 2}',
+                '--policy_episodes={"non_oracle": 2}',
                 "--experience_config=configs/alfworld_experience_sft.yaml",
                 "--policy_sft_config=configs/alfworld_policy_sft.yaml", "--rl_config=configs/alfworld_grpo.yaml"]  # fmt: skip
     arms = [
@@ -416,6 +417,10 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
         for r in runs.values()
     )
     assert all(r["metrics"]["steps_mean"] <= 4 for r in runs.values())  # the pipeline's step limit
+    from dreamgym.schema import read_trajectories
+
+    kinds = {t.task_id.split("/")[2] for t in read_trajectories(out / "policy_train.jsonl")}  # policy_env_kwargs
+    assert kinds and kinds <= {f"pick_{v}_then_place_in_recep" for v in ("clean", "cool", "heat")}
     online = {k: r["real_transitions"]["online"] for k, r in runs.items()}
     assert online["warm_start/s0"] == online["dreamgym_grpo/s0"] == 0 < online["real_grpo/s0"] <= 8
     assert (
