@@ -419,7 +419,9 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
     assert all(r["metrics"]["steps_mean"] <= 4 for r in runs.values())  # the pipeline's step limit
     from dreamgym.schema import read_trajectories
 
-    kinds = {t.task_id.split("/")[2] for t in read_trajectories(out / "policy_train.jsonl")}  # policy_env_kwargs
+    kinds = {
+        t.task_id.split("/")[2] for t in read_trajectories(out / "policy_train.jsonl")
+    }  # policy_env_kwargs
     assert kinds and kinds <= {f"pick_{v}_then_place_in_recep" for v in ("clean", "cool", "heat")}
     online = {k: r["real_transitions"]["online"] for k, r in runs.items()}
     assert online["warm_start/s0"] == online["dreamgym_grpo/s0"] == 0 < online["real_grpo/s0"] <= 8
