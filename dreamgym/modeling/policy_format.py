@@ -184,15 +184,15 @@ class PolicyFormat:
         lines.append("Current state:")
         lines.append(_cut(observation, self.max_state_chars))
         lines.append("Available actions:")
-        lines.extend(self.listed(available_actions))
+        listed = self.listed(available_actions)
+        lines.extend(listed)
         if self.match_instruction:
             lines.append("Actions naming the instruction's words:")
             taken = [a for _, a in history or []] if self.done_verbs else None
-            listed = self.listed(available_actions)
             lines.extend(self.matching(instruction, listed, self.related, self.rank_matches, taken))
         if self.untaken:
             lines.append(f"Not taken yet ({self.untaken.strip()} ...):")
-            fresh = self.not_taken(self.untaken, self.listed(available_actions), history or [])
+            fresh = self.not_taken(self.untaken, listed, history or [])
             lines.extend(fresh[: self.untaken_limit] if self.untaken_limit else fresh)
         lines.append("Action:")
         return "\n".join(lines)
@@ -221,7 +221,7 @@ class PolicyFormat:
         ``cool apple 1 with fridge 1``: ``go to countertop 1`` before ``examine apple 1``)."""
         related = related or {}
         done = PolicyFormat.done_words(instruction, taken, related) if taken else set()
-        words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
+        words = _goal_words(instruction)
         words = {w for w in words if w not in done and not (related.get(w) and set(related[w]) <= done)}
         words |= {r for w in words for r in related.get(w, [])} - done
         named = {w for a in taken or [] for w in _WORD.findall(a.lower())}
@@ -244,7 +244,7 @@ class PolicyFormat:
         the words ``related`` gives them: ``{"cool", "fridge"}`` once ``cool apple 1 with fridge 1`` was
         taken for "put a cool apple in countertop" (``related={"cool": ["fridge"]}``)."""
         related = related or {}
-        words = set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
+        words = _goal_words(instruction)
         verbs = {a.split(" ", 1)[0].lower() for a in taken if a.strip()}
         verbs = {v for v in verbs if v in words or v in related}
         return verbs | {r for v in verbs for r in related.get(v, [])}
@@ -272,6 +272,11 @@ class PolicyFormat:
         if not first:
             return ParsedAction(action=text.strip(), ok=False)
         return ParsedAction(action=first, ok=True)
+
+
+def _goal_words(instruction: str) -> set[str]:
+    """The instruction's words that can name a goal: lower-cased, function words aside."""
+    return set(_WORD.findall(instruction.lower())) - _FUNCTION_WORDS
 
 
 def _cut(text: str, limit: int) -> str:
