@@ -20,6 +20,7 @@ from dreamgym.benchmark.suite import (
     uses_judge,
 )
 from dreamgym.pipeline import Prepared
+from dreamgym.schema import read_trajectories
 
 
 def _rec(arm, seed, successes, online=0, fit=100.0, tasks=None):
@@ -417,8 +418,6 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
         for r in runs.values()
     )
     assert all(r["metrics"]["steps_mean"] <= 4 for r in runs.values())  # the pipeline's step limit
-    from dreamgym.schema import read_trajectories
-
     kinds = {
         t.task_id.split("/")[2] for t in read_trajectories(out / "policy_train.jsonl")
     }  # policy_env_kwargs
