@@ -43,8 +43,9 @@ def episode_stats(path: str) -> tuple[dict, dict[str, bool]]:
     steps = 0
     for traj in read_trajectories(path):
         outcome[traj.task_id] = bool(traj.success)
-        types[task_type(traj.task_id)] += 1
-        won_types[task_type(traj.task_id)] += bool(traj.success)
+        kind = task_type(traj.task_id)
+        types[kind] += 1
+        won_types[kind] += bool(traj.success)
         taken: set[str] = set()
         for t in traj.transitions:
             action = (t.action or "").strip()
