@@ -202,3 +202,46 @@ def test_sft_examples_and_the_saved_format_carry_same_task_first():
     fmt = ExperienceFormat(k=1, same_task_first=True)
     assert make_examples(trajs[:1], fmt, buf)[0]["neighbour_ids"] == ["B"]  # the same game's other episode
     assert ExperienceFormat.from_dict(fmt.to_dict()) == fmt
+
+
+@pytest.mark.parametrize("radius", [0.0, 0.3], ids=["graph", "buckets"])
+def test_a_restored_buffer_grows_the_index_an_uninterrupted_one_grows(radius, tmp_path):
+    """usearch does not keep the generator that draws a new node's graph level in a serialised index, so
+    growing an index restored from its bytes gave another graph than growing it without the round trip
+    (a resumed DreamGym fit, which writes synthetic steps back, retrieved other neighbours from its sixth
+    iteration on). The state keeps the index it grew from and replays the adds."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(300)]
+
+    def batch(tag: str, n: int) -> list[Transition]:
+        return [
+            _t(f"{tag}{i}", 0, " ".join(rng.choice(words, 8)), f"go to {rng.choice(words)}", f"{tag}{i % 7}")
+            for i in range(n)
+        ]
+
+    seed, first, second = batch("s", 300), batch("a", 150), batch("b", 150)
+    built = ReplayBuffer(HashingEncoder(dim=32), bucket_radius=radius)
+    built.add(seed)
+    built.save(tmp_path / "buf")
+    uninterrupted, resumed = ReplayBuffer.load(tmp_path / "buf"), ReplayBuffer.load(tmp_path / "buf")
+    for b in (uninterrupted, resumed):
+        b.add(first)
+    uninterrupted.add(second)
+    state = resumed.state_dict()
+    resumed = ReplayBuffer(HashingEncoder(dim=32))
+    resumed.load_state_dict(state)
+    resumed.add(second)
+    assert resumed.index.to_bytes() == uninterrupted.index.to_bytes()
+    queries = batch("q", 40)
+    hits = [
+        [
+            [h.trajectory_id for h in row]
+            for row in b.search([t.state for t in queries], [t.action for t in queries], k=5)
+        ]
+        for b in (uninterrupted, resumed)
+    ]
+    assert hits[0] == hits[1]
+    # a second checkpoint after the resume still grows from the loaded index
+    again = ReplayBuffer(HashingEncoder(dim=32))
+    again.load_state_dict(resumed.state_dict())
+    assert again.index.to_bytes() == uninterrupted.index.to_bytes() and len(again) == 600

@@ -17,6 +17,13 @@ in the top k (``scripts/replay_synthetic_buffer.py``'s retrieval check: 15 of 40
 
 On disk (:meth:`save` / :meth:`load`), a directory holds ``transitions.jsonl`` (one transition per
 line), ``index.usearch`` and ``buffer.json`` (encoder config, action weight, count).
+
+Checkpoints (:meth:`state_dict`) keep the index as it was when it was built or loaded plus the sizes of
+the adds since, and :meth:`load_state_dict` embeds those transitions and adds them again, batch for
+batch: usearch draws each new node's graph level from a generator that a serialised index does not keep,
+so an index restored from its bytes and then grown is another graph (other neighbours) than one grown
+without the round trip. With the replay, an RL fit that writes synthetic steps back and resumes
+retrieves what the uninterrupted fit retrieves.
 """
 
 from __future__ import annotations
@@ -69,6 +76,10 @@ class ReplayBuffer:
         self._episodes: dict[str, dict[int, str]] = {}  # trajectory_id -> {step: action}, real, with _steps
         self.bucket_radius, self.probe = float(bucket_radius), int(probe)
         self.index = self._new_index()
+        # what the index grew from (module docstring, "Checkpoints"): its bytes before the adds (b"": a new
+        # index; None: `self.index` itself, copied at the next add), and the sizes of the adds since
+        self._base: bytes | None = b""
+        self._adds: list[int] = []
 
     def _new_index(self) -> VectorIndex | BucketIndex:
         ndim = 2 * self.encoder.dim
@@ -104,11 +115,22 @@ class ReplayBuffer:
         keys = np.arange(start, start + len(new), dtype=np.int64)
         if not new:
             return keys
-        self.index.add(keys, self.embed([t.state for t in new], [t.action for t in new]))
+        self._grow_index(keys, self.embed([t.state for t in new], [t.action for t in new]))
         self.transitions.extend(new)
         if self._steps is not None:
             self._index_steps(start)
         return keys
+
+    def _grow_index(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Add to the index, remembering the add for :meth:`state_dict` (a loaded index is copied first)."""
+        if self._base is None:
+            self._base = self.index.to_bytes()
+        self.index.add(keys, vectors)
+        self._adds.append(len(keys))
+
+    def _rebase(self) -> None:
+        """The index as it is now (just loaded) is the base later adds grow from."""
+        self._base, self._adds = None, []
 
     def _index_steps(self, start: int = 0) -> None:
         """Index the real steps from ``start`` on by (task, action) and by episode (never a synthetic one)."""
@@ -258,6 +280,7 @@ class ReplayBuffer:
                 if line.strip()
             ]
         buf.index = load_index(d / "index.usearch", 2 * buf.encoder.dim, buf.dtype)
+        buf._rebase()
         if len(buf.index) != len(buf.transitions):
             raise ValueError(
                 f"replay buffer {str(d)!r}: index holds {len(buf.index)} vectors but transitions.jsonl "
@@ -266,15 +289,19 @@ class ReplayBuffer:
         return buf
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to restore the buffer (for checkpoints)."""
+        """Everything needed to restore the buffer (for checkpoints): the transitions, the index it grew
+        from and the sizes of the adds since (module docstring, "Checkpoints")."""
+        base = self._base if self._base is not None else self.index.to_bytes()
         return {
             "meta": self._meta(),
             "transitions": [t.to_dict() for t in self.transitions],
-            "index": self.index.to_bytes() if len(self) else b"",
+            "index": base or None,  # None: a new index (torch's weights-only loader refuses an empty bytes)
+            "index_adds": list(self._adds),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from :meth:`state_dict` (the encoder config must match this buffer's)."""
+        """Restore from :meth:`state_dict` (the encoder config must match this buffer's). A state saved
+        before ``index_adds`` existed holds the whole index: it is restored as it is."""
         if state["meta"]["encoder"] != self.encoder.config():
             raise ValueError(
                 f"ReplayBuffer.load_state_dict: saved encoder {state['meta']['encoder']} differs from "
@@ -290,3 +317,16 @@ class ReplayBuffer:
             if state["index"]
             else self._new_index()
         )
+        self._rebase()
+        done = len(self.index)
+        for size in state.get("index_adds", []):  # the adds again, batch for batch (same embeddings)
+            new = self.transitions[done : done + size]
+            self._grow_index(
+                np.arange(done, done + len(new)), self.embed([t.state for t in new], [t.action for t in new])
+            )
+            done += len(new)
+        if len(self.index) != len(self.transitions):
+            raise ValueError(
+                f"ReplayBuffer.load_state_dict: the index holds {len(self.index)} vectors but the state has "
+                f"{len(self.transitions)} transitions; the checkpoint is damaged, resume from an earlier one"
+            )
