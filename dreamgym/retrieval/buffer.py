@@ -115,18 +115,14 @@ class ReplayBuffer:
         keys = np.arange(start, start + len(new), dtype=np.int64)
         if not new:
             return keys
-        self._grow_index(keys, self.embed([t.state for t in new], [t.action for t in new]))
+        if self._base is None:  # a loaded index: keep it as the base the adds grow from
+            self._base = self.index.to_bytes()
+        self.index.add(keys, self.embed([t.state for t in new], [t.action for t in new]))
+        self._adds.append(len(new))
         self.transitions.extend(new)
         if self._steps is not None:
             self._index_steps(start)
         return keys
-
-    def _grow_index(self, keys: np.ndarray, vectors: np.ndarray) -> None:
-        """Add to the index, remembering the add for :meth:`state_dict` (a loaded index is copied first)."""
-        if self._base is None:
-            self._base = self.index.to_bytes()
-        self.index.add(keys, vectors)
-        self._adds.append(len(keys))
 
     def _rebase(self) -> None:
         """The index as it is now (just loaded) is the base later adds grow from."""
@@ -310,7 +306,7 @@ class ReplayBuffer:
         self.action_weight = float(state["meta"]["action_weight"])
         self.bucket_radius = float(state["meta"].get("bucket_radius", 0.0))
         self.probe = int(state["meta"].get("probe", 8))
-        self.transitions = [Transition.from_dict(t) for t in state["transitions"]]
+        transitions = [Transition.from_dict(t) for t in state["transitions"]]
         self._steps = None
         self.index = (
             index_from_bytes(state["index"], 2 * self.encoder.dim, self.dtype)
@@ -318,15 +314,11 @@ class ReplayBuffer:
             else self._new_index()
         )
         self._rebase()
-        done = len(self.index)
+        self.transitions = transitions[: len(self.index)]
         for size in state.get("index_adds", []):  # the adds again, batch for batch (same embeddings)
-            new = self.transitions[done : done + size]
-            self._grow_index(
-                np.arange(done, done + len(new)), self.embed([t.state for t in new], [t.action for t in new])
-            )
-            done += len(new)
-        if len(self.index) != len(self.transitions):
+            self.add(transitions[len(self.transitions) : len(self.transitions) + size])
+        if len(self.index) != len(transitions):
             raise ValueError(
                 f"ReplayBuffer.load_state_dict: the index holds {len(self.index)} vectors but the state has "
-                f"{len(self.transitions)} transitions; the checkpoint is damaged, resume from an earlier one"
+                f"{len(transitions)} transitions; the checkpoint is damaged, resume from an earlier one"
             )
