@@ -52,6 +52,7 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, NonTensor, Unbounded
 from torchrl.envs import EnvBase
 
+from dreamgym.envs.grounding import Grounding, PathFreeGrounding
 from dreamgym.envs.guard import check_real_step
 from dreamgym.schema import ACTION_TEMPLATE
 
@@ -249,6 +250,13 @@ class TextEnvBase(EnvBase):
         ``ground=True`` then reads that next state from its buffer instead of generating it. Default: never
         (envs override it: ALFWorld's ``go to R`` / ``open R`` before any action touches ``R``)."""
         return False
+
+    @classmethod
+    def grounding(cls) -> Grounding:
+        """A new, empty :class:`~dreamgym.envs.grounding.Grounding` of this env: what a synthetic env imitating
+        it with ``ground=True`` reads from the offline record before calling its model. Default: the
+        :meth:`path_free` rule over recorded steps of the same task (WebShop overrides it with its pages)."""
+        return PathFreeGrounding(cls)
 
     # ------------------------------------------------ optional interface (trainers)
     def place_model(self, device: torch.device | str) -> TextEnvBase:

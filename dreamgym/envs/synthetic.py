@@ -24,11 +24,17 @@ plus curriculum tasks added with :meth:`add_tasks`). Step:
   the experience model's reward judge (:mod:`dreamgym.modeling.judge`, saved in its ``judge/`` folder),
   and the reasoning's verdict sentence and the done page's ``[score]`` line are rewritten to agree with
   it; ``reward="generated"`` (default, the paper's pure-text design): the model's own reward;
-* ``ground=True``: a step whose real next state depends on the task and action alone (the imitated env's
-  ``path_free``: ALFWorld's ``go to R`` / ``open R`` before the episode touched ``R``) and for which the
-  buffer holds such a real step of the same task reads that step's next state, reward and end instead of
-  calling the model (what a place holds is per game; the model wrote objects the game does not have:
-  docs/alfworld.md). With ``write_back`` such a step is written back as any other (``source="synthetic"``).
+* ``ground=True``: the step is first put to the imitated env's grounding (:mod:`dreamgym.envs.grounding`,
+  built by its :meth:`~dreamgym.envs.base.TextEnvBase.grounding` over the buffer's *real* transitions):
+  a step the record answers is read from it (ALFWorld: a path-free ``go to R`` / ``open R`` of the same
+  game; WebShop: the results page of the same query, a recorded product's page, an option click) instead
+  of calling the model; a WebShop purchase of a recorded product the record has not paid is paid by the
+  model (or judge) on the real item page; an ending on an entity the record lacks pays nothing and is
+  marked ``sim_error`` (left out of RL's updates). What the model writes is then constrained to recorded
+  entities (WebShop: every results line a recorded product). ``unrecorded="nearest"`` answers the steps
+  the record lacks from the nearest recorded real step (top-1 retrieval) instead of the model: the
+  retrieval-only ablation. With ``write_back`` a grounded step is written back as any other
+  (``source="synthetic"``); the grounding never reads those.
 
 The model is frozen (``requires_grad_(False)``, eval mode). With ``write_back=True`` every synthetic
 transition is added to the replay buffer (``source="synthetic"``).
@@ -56,13 +62,16 @@ import torch
 
 from dreamgym._imports import resolve
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
+from dreamgym.envs.grounding import Answer
 from dreamgym.envs.registry import env_factory, imitable_envs
 from dreamgym.modeling.experience import ExperienceModel, ExperienceQuery
-from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat
+from dreamgym.modeling.formats import FAILURE_STATE, ExperienceFormat, ParsedOutcome
 from dreamgym.modeling.judge import check_reward_mode
 from dreamgym.schema import Transition, is_success, read_trajectories
 
-__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories"]
+__all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "UNRECORDED_MODES"]
+
+UNRECORDED_MODES = ("model", "nearest")
 
 
 @dataclass
@@ -114,7 +123,10 @@ class SyntheticEnv(TextEnvBase):
             :meth:`place_model`). The env's own tensors (observations, rewards) stay on the CPU.
         reward: where the reward of a step the model ends comes from: ``"generated"`` (the model's own
             text) or ``"judge"`` (the experience model's reward judge; see the module docstring).
-        ground: read path-free steps from the buffer's real steps of the same task (module docstring).
+        ground: answer steps from the record first, and constrain what the model writes to recorded
+            entities (module docstring; needs the experience model's buffer).
+        unrecorded: with ``ground``, what answers a step the record cannot: ``"model"`` (the experience
+            model) or ``"nearest"`` (the nearest recorded real step: the retrieval-only ablation).
     """
 
     env_name = "synthetic"
@@ -132,7 +144,10 @@ class SyntheticEnv(TextEnvBase):
         model_device: str | None = None,
         reward: str = "generated",
         ground: bool = False,
+        unrecorded: str = "model",
     ):
+        if unrecorded not in UNRECORDED_MODES:
+            raise ValueError(f"SyntheticEnv.unrecorded={unrecorded!r}; use one of {UNRECORDED_MODES}")
         super().__init__(batch_size=batch_size, max_steps=max_steps, split="train", seed=seed)
         self.reward = check_reward_mode(reward, "SyntheticEnv.reward")
         self.model_device = model_device
@@ -150,7 +165,18 @@ class SyntheticEnv(TextEnvBase):
         self.tasks: list[SyntheticTask] = list(tasks) if tasks else [_DEFAULT_TASK]
         self.write_back = write_back
         self.ground = bool(ground)
-        self.grounded = 0  # steps read from a recorded real step instead of the model
+        self.unrecorded = unrecorded
+        if self.ground and getattr(self.experience, "buffer", None) is None:
+            raise ValueError(
+                "SyntheticEnv.ground=True reads the record from the experience model's replay buffer, and this "
+                "model has none; export it with its buffer/ (ExperienceSFT does) or set ground=False"
+            )
+        self._grounding = self._real_cls.grounding() if self.ground else None
+        self.grounded = 0  # steps read (or composed) from the record instead of the model
+        self.valid_steps = 0  # valid actions simulated (the denominator of ``record_share``)
+        self.model_paid = 0  # endings whose next state the record gave and whose reward the model said
+        self.void_endings = 0  # endings on an entity the record lacks: paid nothing, marked sim_error
+        self.projected = 0  # written entities (WebShop: results lines) replaced or dropped by the grounding
         self.sim_errors = 0
         self.cuts = 0  # outputs whose reasoning/state structured decoding closed at the budget
         self.model_calls = 0
@@ -177,6 +203,7 @@ class SyntheticEnv(TextEnvBase):
         model_device: str | None = None,
         reward: str = "generated",
         ground: bool = False,
+        unrecorded: str = "model",
         **experience_kwargs,
     ) -> SyntheticEnv:
         """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
@@ -187,7 +214,8 @@ class SyntheticEnv(TextEnvBase):
             tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
                 (default: the train tasks of the buffer's transitions).
             buffer: replay-buffer directory (default ``<path>/buffer``).
-            batch_size, max_steps, seed, write_back, model_device, reward, ground: as in the constructor
+            batch_size, max_steps, seed, write_back, model_device, reward, ground, unrecorded: as in the
+                constructor
                 (``reward="judge"`` needs the export's ``judge/`` folder).
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
                 ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
@@ -214,7 +242,19 @@ class SyntheticEnv(TextEnvBase):
             raise ValueError(
                 "SyntheticEnv.from_checkpoint: the task pool is empty; give train trajectories as `tasks`"
             )
-        return cls(em, pool, real_env, batch_size, max_steps, seed, write_back, model_device, reward, ground)
+        return cls(
+            em,
+            pool,
+            real_env,
+            batch_size,
+            max_steps,
+            seed,
+            write_back,
+            model_device,
+            reward,
+            ground,
+            unrecorded,
+        )
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
         """(:class:`TextEnvBase` interface) Put the experience model on ``device`` unless ``model_device``
@@ -285,17 +325,25 @@ class SyntheticEnv(TextEnvBase):
 
     def _act_slots(self, slots: list[int], actions: list[str]) -> list[TextStep]:
         out: dict[int, TextStep] = {}
-        calls: list[tuple[int, str]] = []
+        calls: list[tuple[int, str, Answer | None]] = []  # the steps the model (or nearest step) answers
         for slot, action in zip(slots, actions, strict=True):
             cur = self.current(slot)
             if not self._real_cls.is_valid_action(action, cur.available_actions):
                 # invalid action: a no-op, like the real env, without calling the model
                 out[slot] = TextStep(cur.observation, list(cur.available_actions), invalid=True)
-            elif (real := self._recorded(slot, action)) is not None:
-                out[slot] = self._replayed(slot, action, real)
+                continue
+            self.valid_steps += 1
+            ans = self._answer(slot, action)
+            if ans is not None and ans.kind in ("read", "composed"):
+                out[slot] = self._replayed(slot, action, ans)
+            elif ans is not None and ans.kind == "void":
+                out[slot] = self._void(slot, action, ans)
             else:
-                calls.append((slot, action))
-        if calls:
+                calls.append((slot, action, ans))
+        if calls and self.ground and self.unrecorded == "nearest":
+            for slot, action, ans in calls:
+                out[slot] = self._nearest(slot, action, ans)
+        elif calls:
             queries = [
                 ExperienceQuery(
                     self._task[s].instruction,
@@ -305,48 +353,87 @@ class SyntheticEnv(TextEnvBase):
                     exclude_id=self._episode_ids[s],
                     task_id=self._task[s].task_id,
                 )
-                for s, a in calls
+                for s, a, _ in calls
             ]
             self.model_calls += len(queries)
-            try:
-                if self.reward == "judge":
-                    preds = self.experience.predict(queries, reward="judge")
-                else:  # any object with the plain `predict(queries)` is an experience model
-                    preds = self.experience.predict(queries)
-            except Exception as e:  # noqa: BLE001 - generation failure is a sim error, never a crash
-                preds = [None] * len(queries)
-                self.last_error = f"{type(e).__name__}: {e}"
-            for (slot, action), q, pred in zip(calls, queries, preds, strict=True):
-                out[slot] = self._outcome(slot, action, q, pred)
+            for (slot, action, ans), q, pred in zip(
+                calls, queries, self._predict(queries, calls), strict=True
+            ):
+                out[slot] = self._outcome(slot, action, q, pred, ans)
         return [out[s] for s in slots]
 
-    def _recorded(self, slot: int, action: str) -> Transition | None:
-        """With ``ground``: a real step of this slot's task that took ``action`` on a path-free footing, when
-        ``action`` is path-free here too (the imitated env's ``path_free``); else None."""
-        buf = self.experience.buffer
-        if not self.ground or buf is None or not self._real_cls.path_free(action, self._history[slot]):
-            return None
-        steps = buf.same_steps(self._task[slot].task_id, action)
-        return next((t for t in steps if self._real_cls.path_free(action, buf.earlier_actions(t))), None)
+    def _predict(self, queries: list[ExperienceQuery], calls: list[tuple[int, str, Answer | None]]) -> list:
+        """The model's outcomes of ``queries`` (None where generation failed). A step the grounding says
+        ends (an ``Answer`` of kind ``"reward"``) is an ending whatever the model wrote, so the judge, if
+        it pays, judges it."""
+        try:
+            if not any(ans is not None for _, _, ans in calls):
+                if self.reward == "judge":
+                    return self.experience.predict(queries, reward="judge")
+                return self.experience.predict(queries)  # any object with `predict(queries)` will do
+            preds = [
+                dataclasses.replace(p, done=True) if ans is not None and p is not None and p.ok else p
+                for p, (_, _, ans) in zip(self.experience.predict(queries), calls, strict=True)
+            ]
+            return self.experience.judge_outcomes(queries, preds) if self.reward == "judge" else preds
+        except Exception as e:  # noqa: BLE001 - generation failure is a sim error, never a crash
+            self.last_error = f"{type(e).__name__}: {e}"
+            return [None] * len(queries)
 
-    def _replayed(self, slot: int, action: str, real: Transition) -> TextStep:
-        """The step ``real`` recorded, as this slot's step (no model call; written back as any step)."""
+    def _answer(self, slot: int, action: str) -> Answer | None:
+        """With ``ground``: the record's answer to this slot's ``action`` (:mod:`dreamgym.envs.grounding`)."""
+        if self._grounding is None:
+            return None
+        self._grounding.sync(self.experience.buffer)
+        return self._grounding.answer(
+            self._task[slot].task_id, self._states[slot], self._history[slot], action
+        )
+
+    def _replayed(self, slot: int, action: str, ans: Answer) -> TextStep:
+        """The record's answer ``ans`` as this slot's step (no model call; written back as any step)."""
         state = self.current(slot).observation
         self._history[slot].append(action)
         self.grounded += 1
         step = TextStep(
-            real.next_state,
-            self._infer(self._task[slot], real.next_state, self._states[slot]),
-            reward=float(real.reward),
-            score=float(real.score),
-            terminated=bool(real.done),
-            success=is_success(float(real.reward), real.done),
+            ans.next_state,
+            self._infer(self._task[slot], ans.next_state, self._states[slot]),
+            reward=float(ans.reward),
+            score=float(ans.score),
+            terminated=bool(ans.done),
+            success=is_success(float(ans.reward), ans.done),
         )
-        self._states[slot].append(real.next_state)
+        self._states[slot].append(ans.next_state)
         self._write_back(slot, state, action, step)
         return step
 
-    def _outcome(self, slot: int, action: str, q: ExperienceQuery, pred) -> TextStep:
+    def _void(self, slot: int, action: str, ans: Answer) -> TextStep:
+        """An ending on an entity the record lacks: pays nothing, ends, ``sim_error`` (never written back)."""
+        self._history[slot].append(action)
+        self._states[slot].append(ans.next_state)
+        self.void_endings += 1
+        return TextStep(
+            ans.next_state,
+            [],
+            terminated=True,
+            sim_error=True,
+            info={"error": "ending on an unrecorded entity"},
+        )
+
+    def _nearest(self, slot: int, action: str, ans: Answer | None) -> TextStep:
+        """``unrecorded="nearest"``: the step answered by the nearest recorded real step (top-1 of the
+        buffer's retrieval among real transitions), its next state constrained to recorded entities."""
+        state = self.current(slot).observation
+        hits = self.experience.buffer.search([state], [action], k=16, exclude="none")[0]
+        real = next((t for t in hits if t.source != "synthetic"), None)
+        if real is None:
+            return self._outcome(slot, action, None, None, ans)
+        pred = ParsedOutcome(True, real.next_state, float(real.reward), bool(real.done), float(real.score))
+        return self._outcome(slot, action, None, pred, ans)
+
+    def _outcome(
+        self, slot: int, action: str, q: ExperienceQuery | None, pred, ans: Answer | None = None
+    ) -> TextStep:
+        states = list(self._states[slot])
         self._history[slot].append(action)
         if pred is None or not pred.ok:
             self.sim_errors += 1
@@ -359,20 +446,31 @@ class SyntheticEnv(TextEnvBase):
                 info={"error": getattr(pred, "error", "generation failed")},
             )
         task = self._task[slot]
-        reward = float(pred.reward)
+        reward, score, done, next_state = (
+            float(pred.reward),
+            float(pred.score),
+            bool(pred.done),
+            pred.next_state,
+        )
+        if ans is not None:  # the record gave the next state and the end; the model said the reward
+            self.model_paid += 1
+            next_state, done = self._grounding.with_score(ans.next_state, score), True
+        elif self._grounding is not None:
+            next_state, changed = self._grounding.constrain(states, action, next_state)
+            self.projected += changed
         self.cuts += bool(pred.cut)
         step = TextStep(
-            pred.next_state,
-            self._infer(task, pred.next_state, self._states[slot]),
+            next_state,
+            self._infer(task, next_state, self._states[slot]),
             reward=reward,
-            score=float(pred.score),
-            terminated=bool(pred.done),
-            success=is_success(reward, pred.done),
+            score=score,
+            terminated=done,
+            success=is_success(reward, done),
             reasoning=pred.reasoning,
         )
-        self._states[slot].append(pred.next_state)
+        self._states[slot].append(next_state)
         if not pred.cut:  # cut: not worth keeping
-            self._write_back(slot, q.state, action, step)
+            self._write_back(slot, q.state if q is not None else states[-1], action, step)
         return step
 
     def _write_back(self, slot: int, state: str, action: str, step: TextStep) -> None:
@@ -411,10 +509,22 @@ class SyntheticEnv(TextEnvBase):
         return self.experience.buffer if self.write_back else None
 
     def health(self) -> dict[str, float]:
-        """(:class:`TextEnvBase` interface) Cumulative ``sim_error_rate``, ``cut_rate`` and, with ``ground``,
-        ``grounded_steps`` (steps read from a recorded real step; logged as ``sim/...`` during RL)."""
+        """(:class:`TextEnvBase` interface) Cumulative ``sim_error_rate``, ``cut_rate`` and, with ``ground``:
+        ``grounded_steps`` (steps read or composed from the record instead of the model), ``record_share``
+        (their share of the valid steps), ``model_paid`` (endings on recorded pages the model paid),
+        ``void_endings`` (endings on entities the record lacks, paid nothing) and ``projected_entities``
+        (written entities the grounding replaced or dropped); logged as ``sim/...`` during RL."""
         out = {"sim_error_rate": self.sim_error_rate, "cut_rate": self.cut_rate}
-        return {**out, "grounded_steps": float(self.grounded)} if self.ground else out
+        if not self.ground:
+            return out
+        return {
+            **out,
+            "grounded_steps": float(self.grounded),
+            "record_share": self.grounded / max(self.valid_steps, 1),
+            "model_paid": float(self.model_paid),
+            "void_endings": float(self.void_endings),
+            "projected_entities": float(self.projected),
+        }
 
     @property
     def cut_rate(self) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 from dreamgym.envs.base import TextEnvBase, TextObs, TextStep
 from dreamgym.envs.webshop.catalog import Catalog, load_catalog
 from dreamgym.envs.webshop.goals import Goal, split_goals
+from dreamgym.envs.webshop.grounding import WebShopGrounding
 from dreamgym.envs.webshop.pages import (
     PageState,
     apply_action,
@@ -252,3 +253,8 @@ class WebShopEnv(TextEnvBase):
     ) -> list[str]:
         """The actions of an abstract WebShop ``state`` (see :mod:`.pages`); never raises."""
         return infer_available_actions(state)
+
+    @classmethod
+    def grounding(cls) -> WebShopGrounding:
+        """WebShop's grounding: steps answered from recorded pages (:mod:`.grounding`)."""
+        return WebShopGrounding()

@@ -1,0 +1,202 @@
+"""Closed-loop fidelity of the synthetic env on a policy's own episodes, grounded and not, beside the record check.
+
+    python scripts/closed_loop_fidelity.py --experience artifacts/webshop/experience_model_onpolicy \\
+        --policy artifacts/webshop/policy_sft --tasks 32 --group 4 \\
+        --modes ungrounded grounded nearest --probe artifacts/webshop/offline_test.jsonl \\
+        --out benchmarks/results/closed_loop_webshop.json
+
+For each synthetic env mode (``ungrounded``: the experience model alone; ``grounded``: ``ground=True``;
+``nearest``: ``ground=True, unrecorded="nearest"``, the retrieval-only ablation) the policy (an exported
+policy, sampling as in RL, through the RL config's collector; or a scripted agent with ``--agent``) plays
+``group`` episodes of each of the first ``tasks`` train tasks of the synthetic env's pool. Each episode's
+actions are then replayed in the real env on the same task (:func:`dreamgym.envs.replay.replay_actions`),
+and the synthetic outcome is scored against the real one with the RL audit's own metrics
+(:func:`dreamgym.rl.audit.audit_episodes`: success precision and recall, score error, ``ended_real``), plus:
+
+* ``state_exact``: the share of synthetic steps whose next state equals the real env's next state after
+  the same actions (up to the first step whose states differ, every later step counts as differing);
+* ``steps_per_s``: synthetic env steps per second of the play (policy time included; batch ``--batch``);
+* the env's health (``sim_error_rate``, ``record_share``, ``void_endings``, ...).
+
+``--probe FILE`` (real trajectories whose steps the record does not hold, e.g. the offline *test* file)
+checks the grounding against the real env: each trajectory's actions are replayed in the real env, and
+every step the grounding answers from the record (built from the experience model's buffer) must show the
+real next state (and, where it reads them, reward, score and end); the counts by kind and the agreement
+are written under ``record_check``.
+
+Every episode's actions, synthetic and real outcome are kept in the output (``episodes``), so the
+figures can be recomputed from the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dreamgym.envs.episodes import Episode, run_episodes
+from dreamgym.envs.replay import replay_actions
+from dreamgym.envs.synthetic import SyntheticEnv
+from dreamgym.provenance import result_meta, write_result
+from dreamgym.rl.audit import audit_episodes
+from dreamgym.schema import read_trajectories
+
+MODES = {
+    "ungrounded": {},
+    "grounded": {"ground": True},
+    "nearest": {"ground": True, "unrecorded": "nearest"},
+}
+
+
+def play(env: SyntheticEnv, args, tasks: list[int]) -> list[Episode]:
+    """``args.group`` episodes of each task in ``tasks``, by the policy or the scripted agent."""
+    if args.agent:
+        from dreamgym.agents import make_agent
+
+        agents: dict[int, object] = {}
+
+        def act(slots, episodes):
+            out = []
+            for slot, ep in zip(slots, episodes, strict=True):
+                if ep.episode_id not in agents:
+                    agents[ep.episode_id] = make_agent(
+                        args.agent, "webshop", env, seed=args.seed * 1000 + ep.episode_id
+                    )
+                out.append(agents[ep.episode_id].act(env.current(slot), {}))
+            return out
+
+        return run_episodes(env, act, tasks, group_size=args.group)[0]
+    from dreamgym.modeling import LanguageModel
+    from dreamgym.rl.collector import collector_from_config
+
+    collector = collector_from_config(args.rl_config)
+    collector.use_format_of(args.policy)
+    model, tok = LanguageModel(path=str(args.policy)).build()
+    return collector.collect(env, model, tok, tasks, group_size=args.group, greedy=False).episodes
+
+
+def state_agreement(ep: Episode, real_states: list[str]) -> int:
+    """Steps of ``ep`` whose next state equals the real one, counted up to the first that differs."""
+    n = 0
+    for syn, real in zip(ep.states[1:], real_states, strict=False):
+        if syn != real:
+            break
+        n += 1
+    return n
+
+
+def run_mode(name: str, args) -> dict:
+    env = SyntheticEnv.from_checkpoint(
+        args.experience, real_env="webshop", batch_size=[args.batch], max_steps=args.max_steps, seed=args.seed,
+        reward=args.reward, **MODES[name],
+    )  # fmt: skip
+    real = env.make_real_env()
+    tasks = [i for i, t in enumerate(env.tasks) if real.task_index_of(t.task_id) is not None][: args.tasks]
+    t0 = time.perf_counter()
+    episodes = play(env, args, tasks)
+    wall = time.perf_counter() - t0
+    steps = sum(len(e.actions) for e in episodes)
+    metrics, _ = audit_episodes(real, episodes)
+    rows, same = [], 0
+    for ep in episodes:
+        rep = replay_actions(real, real.task_index_of(ep.task_id), ep.actions)
+        agree = state_agreement(ep, rep.states)
+        same += agree
+        rows.append({
+            "task_id": ep.task_id, "actions": ep.actions, "synthetic": {"success": ep.success, "score": ep.score,
+            "ended": ep.terminated, "sim_error": ep.sim_error}, "real": {"success": rep.success, "score": rep.score,
+            "ended": rep.terminated}, "states_agreeing": agree,
+        })  # fmt: skip
+    return {
+        "metrics": {k.removeprefix("sim/"): v for k, v in metrics.items()},
+        "state_exact": same / max(steps, 1),
+        "steps": steps,
+        "episodes_n": len(episodes),
+        "wall_s": round(wall, 1),
+        "steps_per_s": steps / wall if wall > 0 else None,
+        "model_calls": env.model_calls,
+        "health": env.health(),
+        "episodes": rows,
+    }
+
+
+def record_check(args) -> dict:
+    """The grounding, built from the experience model's buffer, against the real env on ``--probe``."""
+    from dreamgym.envs.webshop import WebShopEnv
+
+    env = SyntheticEnv.from_checkpoint(args.experience, real_env="webshop", batch_size=[1], ground=True)
+    grounding = WebShopEnv.grounding().sync(env.experience.buffer)
+    real = WebShopEnv(batch_size=[1], split="test", max_steps=args.max_steps)
+    kinds: dict[str, int] = {}
+    wrong, steps = [], 0
+    for traj in list(read_trajectories(args.probe))[: args.probe_episodes]:
+        acts = [t.action for t in traj.transitions]
+        rep = replay_actions(real, real.task_index_of(traj.task_id), acts)
+        states = [traj.transitions[0].state]
+        for i, action in enumerate(acts[: len(rep.states)]):
+            steps += 1
+            ans = grounding.answer(traj.task_id, states, acts[:i], action)
+            if ans is not None:
+                kinds[ans.kind] = kinds.get(ans.kind, 0) + 1
+                shown = (
+                    ans.next_state
+                    if ans.kind != "reward"
+                    else grounding.with_score(ans.next_state, rep.score)
+                )
+                ok = ans.kind == "void" or shown == rep.states[i]
+                if ans.kind == "read" and ans.done:
+                    ok = ok and ans.score == rep.score
+                if not ok:
+                    wrong.append({"task_id": traj.task_id, "step": i, "action": action, "kind": ans.kind})
+            states.append(rep.states[i])
+    answered = sum(v for k, v in kinds.items() if k != "void")
+    return {
+        "probe": str(args.probe),
+        "steps": steps,
+        "answered_by_kind": kinds,
+        "answered_share": answered / max(steps, 1),
+        "agreeing": answered - len(wrong),
+        "disagreeing": wrong[:20],
+        "agreement": (answered - len(wrong)) / max(answered, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--experience", required=True, help="an exported experience model (with buffer/)")
+    ap.add_argument("--policy", help="an exported policy (sampling, as in RL)")
+    ap.add_argument("--agent", help="a scripted WebShop agent instead of --policy (e.g. non_oracle)")
+    ap.add_argument("--rl-config", default="configs/webshop_grpo.yaml", help="the collector's config")
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    ap.add_argument("--tasks", type=int, default=32)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--max-steps", type=int, default=15)
+    ap.add_argument("--reward", default="generated", choices=["generated", "judge"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--probe", help="real trajectories (JSONL) to check the grounding against the real env")
+    ap.add_argument("--probe-episodes", type=int, default=60)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    if bool(args.policy) == bool(args.agent):
+        ap.error("give exactly one of --policy DIR and --agent NAME")
+    out: dict = {"_meta": result_meta("scripts/closed_loop_fidelity.py", argv), "modes": {}}
+    path = Path(args.out)
+    for name in args.modes:
+        print(f"[closed-loop] {name} ...", flush=True)
+        np.random.seed(args.seed)
+        out["modes"][name] = run_mode(name, args)
+        summary = {k: v for k, v in out["modes"][name].items() if k != "episodes"}
+        print(json.dumps(summary, indent=1), flush=True)
+        write_result(path, out, indent=1)  # after every mode: a kill keeps the modes done
+    if args.probe:
+        out["record_check"] = record_check(args)
+        print(json.dumps(out["record_check"], indent=1), flush=True)
+        write_result(path, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
