@@ -31,6 +31,7 @@ __all__ = [
     "render_report",
     "summary_table",
     "section_text",
+    "comparison_table",
     "expected_sections",
     "write_report",
     "WARM_ARM",
@@ -201,34 +202,11 @@ def _by_arm(cfg, results: dict) -> tuple[dict[str, list[dict]], dict[str, dict]]
     return by_arm, {name: arm_summary(recs) for name, recs in by_arm.items()}
 
 
-def render_report(cfg, results: dict) -> str:
-    """The markdown report of ``results`` (no file is read or written; the figure links name
-    :func:`figure_paths`): what :func:`write_report` writes to ``cfg.report``."""
-    runs = results.get("runs", {})
+def comparison_table(cfg, results: dict) -> str:
+    """The report's main table (one row per arm with records, in the config's order) and its footnote."""
     by_arm, summaries = _by_arm(cfg, results)
     real_arm, dream_arm = cfg.real_arm, cfg.dream_arm
-    lines = [f"## Benchmark suite `{cfg.name}`", ""]
-    shared = results.get("shared", {})
-    commits = sorted(
-        {
-            r.get("commit", "unknown")[:7] + ("+dirty" if r.get("dirty") else "")
-            for r in runs.values()
-            if "commit" in r
-        }
-    )
-    lines += [
-        f"Command: `{cfg.command}` (report only: add "
-        f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
-        f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
-        f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
-        f"{shared.get('onpolicy_train_transitions', '?')}"
-        + (f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
-           if shared.get("experience_train_transitions") else "")
-        + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
-        + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else "")
-        + (f" Built on {_host(shared['host'])}." if shared.get("host") else ""),
-        f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
-        "",
+    lines = [
         "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start, seed-pooled McNemar (only arm / only warm, p) | vs warm start, per-task sign test (higher / lower, p) | vs real GRPO (only arm / only it, p) | vs DreamGym GRPO (only arm / only it, p) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
@@ -244,14 +222,54 @@ def render_report(cfg, results: dict) -> str:
             f"{_fmt(s['audit'], 0)} | {_fmt(s['synthetic'], 0)} | {_fmt(s['fit_seconds'], 0)} | "
             f"{_fmt(s['fit_cpu_seconds'], 0)} | {_vs(vs_warm)} | {_vs(task_warm, 'higher')} | {_vs(vs_real)} | {_vs(vs_dream)} |"
         )  # fmt: skip
-    missing = [f"{a.name} (seeds {[s for s in cfg.arm_seeds(a) if f'{a.name}/s{s}' not in runs]})" for a in cfg.arms
-               if any(f"{a.name}/s{s}" not in runs for s in cfg.arm_seeds(a))]  # fmt: skip
     lines += [
         "",
         FOOTNOTE
         + "Offline real: transitions of the offline data the arm depends on (the warm start's, plus the "
         "experience model's on-policy and own extra data for arms that simulate).",
     ]
+    return "\n".join(lines) + "\n"
+
+
+def render_report(cfg, results: dict) -> str:
+    """The markdown report of ``results`` (no file is read or written; the figure links name
+    :func:`figure_paths`): what :func:`write_report` writes to ``cfg.report``."""
+    runs = results.get("runs", {})
+    by_arm, summaries = _by_arm(cfg, results)
+    real_arm = cfg.real_arm
+    lines = [f"## Benchmark suite `{cfg.name}`", ""]
+    shared = results.get("shared", {})
+    commits = sorted(
+        {
+            r.get("commit", "unknown")[:7] + ("+dirty" if r.get("dirty") else "")
+            for r in runs.values()
+            if "commit" in r
+        }
+    )
+    lines += [
+        f"Command: `{cfg.command}` (report only: add "
+        f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
+        f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
+        f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
+        f"{shared.get('onpolicy_train_transitions', '?')}"
+        + (
+            f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
+            if shared.get("experience_train_transitions")
+            else ""
+        )
+        + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
+        + (
+            f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`."
+            if shared.get("pipeline_args")
+            else ""
+        )
+        + (f" Built on {_host(shared['host'])}." if shared.get("host") else ""),
+        f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
+        "",
+    ]
+    lines += comparison_table(cfg, results).splitlines()
+    missing = [f"{a.name} (seeds {[s for s in cfg.arm_seeds(a) if f'{a.name}/s{s}' not in runs]})" for a in cfg.arms
+               if any(f"{a.name}/s{s}" not in runs for s in cfg.arm_seeds(a))]  # fmt: skip
     resumed = sorted({r["arm"] for r in runs.values() if r.get("fit_interrupted")})
     if resumed:
         lines += [
