@@ -19,9 +19,10 @@
     8. rl        policy_rl/                      RL from the warm start (``rl_config``): configs/pipeline_webshop.yaml
                                                  runs DreamGym-S2R GRPO (configs/webshop_sim2real_grpo.yaml)
     9. evaluate  policy_rl_test_episodes.jsonl   the RL policy on the same tasks; eval.json: success,
-                                                 score, steps, invalid rate of both, and the paired exact
-                                                 tests (dreamgym.stats) of RL vs warm start: McNemar on
-                                                 success, the sign test on per-task score
+                                                 score, steps, invalid rate of both, the paired two-sided
+                                                 exact tests (dreamgym.stats) of RL vs warm start: McNemar
+                                                 on success, the sign test on per-task score; and each
+                                                 task's success and score per policy (``per_task``)
 
 With ``dagger_tasks`` (off by default; configs/pipeline_alfworld.yaml), after stage 4, ``dagger_rounds``
 times: ``policy_dagger_train.jsonl`` (the warm start's greedy episodes on the next ``dagger_tasks`` train
@@ -301,8 +302,10 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     )  # fmt: skip
     n_eval = recorded_episodes(episodes["policy_sft"])  # eval_tasks, or fewer where the budget cut the stage
     stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", n_eval, episodes["policy_rl"])
-    evals, comparison = held_out_comparison(episodes, n_eval)
-    write_result(d / "eval.json", {**evals, "policy_rl_vs_policy_sft": comparison}, indent=2)  # atomic
+    evals, comparison, per_task = held_out_comparison(episodes, n_eval)
+    # the per-task outcomes too, so the comparison can be recomputed from the file (summary.paired_comparison)
+    result = {**evals, "policy_rl_vs_policy_sft": comparison, "per_task": per_task}
+    write_result(d / "eval.json", result, indent=2)  # atomic
     peak_mb = peak_rss_mb()
     fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
     report = {
@@ -315,6 +318,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "peak_rss_mb": peak_mb,
         "eval": evals,
         "policy_rl_vs_policy_sft": comparison,
+        "per_task": per_task,
         "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
         "onpolicy_real_transitions": count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }

@@ -1,14 +1,15 @@
-"""Small statistics for comparing policies on the same held-out tasks.
+"""Small statistics for comparing policies on the same held-out tasks: one convention, two-sided exact tests.
 
 Two policies evaluated on the same tasks give paired outcomes. The exact sign test looks only at the
 tasks where they differ: under "no difference" each such task is a fair coin, so with ``b`` tasks where
 A did better and ``c`` where B did,
 
-    p_one_sided = P[X >= b],  X ~ Binomial(b + c, 1/2)        (A better than B)
-    p_two_sided = min(1, 2 * P[X >= max(b, c)])
+    p_two_sided = min(1, 2 * P[X >= max(b, c)]),  X ~ Binomial(b + c, 1/2)
 
-On success bits this is the exact McNemar test (the differing tasks are those solved by one policy only);
-on a graded outcome (WebShop's purchase score) it counts the tasks where one policy scored higher.
+(1 when ``b + c == 0``). On success bits this is the exact McNemar test (the differing tasks are those
+solved by one policy only); on a graded outcome (WebShop's purchase score, a task's success averaged over
+seeds) it counts the tasks where one policy's outcome is higher. Every p this package reports is this
+two-sided one; none is one-sided.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import comb
 
-__all__ = ["mcnemar_exact", "sign_test"]
+__all__ = ["binomial_two_sided", "mcnemar_exact", "sign_test"]
 
 
 def _tail(k: int, m: int) -> float:
@@ -24,12 +25,26 @@ def _tail(k: int, m: int) -> float:
     return sum(comb(m, i) for i in range(k, m + 1)) / 2**m if m else 1.0
 
 
+def binomial_two_sided(b: int, c: int) -> float:
+    """Two-sided exact p of ``b`` against ``c`` discordant pairs: ``min(1, 2 * P[X >= max(b, c)])`` with
+    ``X ~ Binomial(b + c, 1/2)``; 1 when ``b + c == 0``.
+
+    Raises:
+        ValueError: if a count is negative.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0; got b={b}, c={c}")
+    return min(1.0, 2 * _tail(max(b, c), b + c))
+
+
 def sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
-    """Exact paired sign test of policy A vs policy B on the same tasks (``a[i]``, ``b[i]``: task i's outcome).
+    """Two-sided exact paired sign test of policy A vs policy B on the same tasks (``a[i]``, ``b[i]``: task
+    i's outcome): with ``higher_a`` tasks where A's outcome is higher and ``higher_b`` where B's is (ties
+    carry no information and are dropped), ``p_two_sided = min(1, 2 * P[X >= max(higher_a, higher_b)])``,
+    ``X ~ Binomial(higher_a + higher_b, 1/2)``.
 
     Returns:
-        ``n``, ``mean_a``, ``mean_b``, ``higher_a`` (tasks where A's outcome is higher), ``higher_b``,
-        ``p_one_sided`` (A better than B) and ``p_two_sided``; ties carry no information and are dropped.
+        ``n``, ``mean_a``, ``mean_b``, ``higher_a``, ``higher_b`` and ``p_two_sided``.
 
     Raises:
         ValueError: if the two outcome lists differ in length (they must pair task by task).
@@ -38,25 +53,24 @@ def sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
         raise ValueError(f"paired outcomes must have the same length; got {len(a)} and {len(b)}")
     higher_a = sum(float(x) > float(y) for x, y in zip(a, b, strict=True))
     higher_b = sum(float(y) > float(x) for x, y in zip(a, b, strict=True))
-    m, n = higher_a + higher_b, max(len(a), 1)
+    n = max(len(a), 1)
     return {
         "n": float(len(a)),
         "mean_a": sum(map(float, a)) / n,
         "mean_b": sum(map(float, b)) / n,
         "higher_a": float(higher_a),
         "higher_b": float(higher_b),
-        "p_one_sided": _tail(higher_a, m),
-        "p_two_sided": min(1.0, 2 * _tail(max(higher_a, higher_b), m)),
+        "p_two_sided": binomial_two_sided(higher_a, higher_b),
     }
 
 
 def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, float]:
-    """Exact McNemar test of policy A vs policy B on the same tasks (``a[i]``, ``b[i]``: task i solved):
-    :func:`sign_test` on success bits.
+    """Two-sided exact McNemar test of policy A vs policy B on the same tasks (``a[i]``, ``b[i]``: task i
+    solved): :func:`sign_test` on success bits, ``p_two_sided = min(1, 2 * P[X >= max(only_a, only_b)])``,
+    ``X ~ Binomial(only_a + only_b, 1/2)``.
 
     Returns:
-        ``n``, ``success_a``, ``success_b``, ``only_a``, ``only_b``, ``p_one_sided`` (A better than B)
-        and ``p_two_sided``.
+        ``n``, ``success_a``, ``success_b``, ``only_a`` (tasks only A solved), ``only_b`` and ``p_two_sided``.
 
     Raises:
         ValueError: if the two outcome lists differ in length (they must pair task by task).
@@ -68,6 +82,5 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, float]:
         "success_b": t["mean_b"],
         "only_a": t["higher_a"],
         "only_b": t["higher_b"],
-        "p_one_sided": t["p_one_sided"],
         "p_two_sided": t["p_two_sided"],
     }

@@ -4,16 +4,58 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["held_out_comparison", "print_summary"]
+__all__ = ["held_out_comparison", "paired_comparison", "per_task_outcomes", "print_summary"]
+
+
+def per_task_outcomes(trajectories: dict[str, list]) -> dict[str, dict[str, dict[str, float | bool]]]:
+    """Each policy's held-out outcome per task, ``{policy: {task_id: {"success": bool, "score": float}}}``
+    (kept in ``eval.json``, so every figure of the comparison can be recomputed from the file).
+
+    Raises:
+        RuntimeError: if a policy's episodes repeat a task (one outcome per task is paired).
+    """
+    out = {}
+    for name, trajs in trajectories.items():
+        ids = [t.task_id for t in trajs]
+        if len(set(ids)) != len(ids):
+            raise RuntimeError(f"{name}'s held-out episodes repeat a task id; each task must be played once")
+        out[name] = {t.task_id: {"success": bool(t.success), "score": float(t.score)} for t in trajs}
+    return out
+
+
+def paired_comparison(
+    per_task: dict[str, dict[str, dict]], a: str = "policy_rl", b: str = "policy_sft"
+) -> dict[str, float]:
+    """The paired two-sided exact tests of policy ``a`` against ``b`` on the tasks both played, from
+    :func:`per_task_outcomes` alone: McNemar on success (``only_a``, ``only_b``, ``p_two_sided``, ...) and
+    the sign test on the per-task score (``score_higher_a``, ``score_higher_b``, ``score_p_two_sided``;
+    WebShop's purchase score: a graded outcome that moves where success is rare); both
+    ``min(1, 2 P[X >= max(b, c)])``, ``X ~ Binomial(b + c, 1/2)`` (:mod:`dreamgym.stats`).
+
+    Raises:
+        RuntimeError: if the two policies played different tasks.
+    """
+    from dreamgym.stats import mcnemar_exact, sign_test
+
+    ta, tb = per_task[a], per_task[b]
+    if set(ta) != set(tb):
+        raise RuntimeError(f"{a} and {b} played different held-out tasks; they cannot be paired")
+    tasks = list(ta)
+    score = sign_test([ta[t]["score"] for t in tasks], [tb[t]["score"] for t in tasks])
+    return {
+        **mcnemar_exact([ta[t]["success"] for t in tasks], [tb[t]["success"] for t in tasks]),
+        "score_higher_a": score["higher_a"],
+        "score_higher_b": score["higher_b"],
+        "score_p_two_sided": score["p_two_sided"],
+    }
 
 
 def held_out_comparison(
     episodes: dict[str, Path], n_tasks: int
-) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """``test/...`` metrics of each policy's held-out episodes, and the paired tests RL vs warm start: the
-    exact McNemar test on success (``only_a``, ``only_b``, ``p_one_sided``, ...) and the exact sign test on
-    the per-task score (``score_higher_a``, ``score_higher_b``, ``score_p_one_sided``; WebShop's purchase
-    score: a graded outcome that moves where success is rare).
+) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, dict[str, dict]]]:
+    """``test/...`` metrics of each policy's held-out episodes, the paired two-sided tests of RL vs warm
+    start (:func:`paired_comparison`) and the per-task outcomes they are computed from
+    (:func:`per_task_outcomes`).
 
     Raises:
         RuntimeError: if an episode file holds another number of tasks than ``eval_tasks`` (it was made
@@ -21,7 +63,6 @@ def held_out_comparison(
     """
     from dreamgym.envs.episodes import trajectory_metrics
     from dreamgym.schema import read_trajectories
-    from dreamgym.stats import mcnemar_exact, sign_test
 
     trajs = {name: list(read_trajectories(path)) for name, path in episodes.items()}
     for name, t in trajs.items():
@@ -39,13 +80,8 @@ def held_out_comparison(
         raise RuntimeError(
             f"{episodes['policy_rl']} and {episodes['policy_sft']} hold different tasks; delete both and rerun"
         )
-    score = sign_test([t.score for t in rl], [t.score for t in sft])
-    return evals, {
-        **mcnemar_exact([t.success for t in rl], [t.success for t in sft]),
-        "score_higher_a": score["higher_a"],
-        "score_higher_b": score["higher_b"],
-        "score_p_one_sided": score["p_one_sided"],
-    }
+    per_task = per_task_outcomes(trajs)
+    return evals, paired_comparison(per_task), per_task
 
 
 def print_summary(eval_tasks: int, report: dict) -> None:
@@ -62,13 +98,12 @@ def print_summary(eval_tasks: int, report: dict) -> None:
     c = report["policy_rl_vs_policy_sft"]
     print(
         f"  paired on the same tasks: solved only by policy_rl {int(c['only_a'])}, only by policy_sft "
-        f"{int(c['only_b'])}; exact McNemar p (policy_rl better) = {c['p_one_sided']:.3g}"
+        f"{int(c['only_b'])}; two-sided exact McNemar p = {c['p_two_sided']:.3g}"
     )
-    if "score_p_one_sided" in c:  # reports written before the score test have none
-        print(
-            f"  score higher with policy_rl on {int(c['score_higher_a'])} tasks, with policy_sft on "
-            f"{int(c['score_higher_b'])}; exact sign test p (policy_rl better) = {c['score_p_one_sided']:.3g}"
-        )
+    print(
+        f"  score higher with policy_rl on {int(c['score_higher_a'])} tasks, with policy_sft on "
+        f"{int(c['score_higher_b'])}; two-sided exact sign test p = {c['score_p_two_sided']:.3g}"
+    )
     for name, m in report.get("fidelity_onpolicy", {}).items():
         print(
             f"  {name} on the warm start's held-out final steps: success precision "
@@ -81,8 +116,8 @@ def print_summary(eval_tasks: int, report: dict) -> None:
         "evaluate_policy_sft": f"success {ev.get('policy_sft', {}).get('test/success_rate', float('nan')):.3f}",
         "evaluate_policy_rl": f"success {ev.get('policy_rl', {}).get('test/success_rate', float('nan')):.3f}",
         "onpolicy_rollouts": f"{report.get('onpolicy_real_transitions', 0)} real transitions",
-        "rl": f"p = {c['p_one_sided']:.3g} (success), "
-        f"{c.get('score_p_one_sided', float('nan')):.3g} (score) vs the warm start",
+        "rl": f"two-sided p = {c['p_two_sided']:.3g} (success), {c['score_p_two_sided']:.3g} (score) vs the "
+        "warm start",
     }
     fid = report.get("fidelity_onpolicy", {}).get("experience_model_onpolicy")
     if fid:

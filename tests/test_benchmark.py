@@ -7,7 +7,7 @@ import math
 import pytest
 from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL_ARGS, pipeline_argv
 
-from dreamgym.benchmark.report import arm_summary, crossover_latency, paired, write_report
+from dreamgym.benchmark.report import arm_summary, crossover_latency, paired, per_task, write_report
 from dreamgym.benchmark.suite import (
     Arm,
     ExperienceVariant,
@@ -43,6 +43,25 @@ def test_paired_pools_seed_with_seed_and_the_warm_start_with_every_seed():
     assert (out["only_a"], out["only_b"]) == (1.0, 2.0)
     assert paired(arm, [_rec("r", 5, "1111"), _rec("r", 6, "1111")]) is None  # no common seed
     assert paired(arm, [_rec("warm_start", 0, "0100", tasks=["x", "y", "z", "w"])]) is None  # other tasks
+
+
+def test_per_task_counts_each_task_once_where_the_pooled_test_counts_it_per_seed():
+    warm = [_rec("warm_start", 0, "0001")]
+    arm = [_rec("a", 0, "1101"), _rec("a", 1, "1001"), _rec("a", 2, "0100")]
+    pooled = paired(arm, warm)  # the warm start's one record against each seed: 2 + 1 + 1 gained, 1 lost
+    assert (pooled["only_a"], pooled["only_b"]) == (4.0, 1.0)
+    assert pooled["p_two_sided"] == pytest.approx(2 * 6 / 32)
+    out = per_task(arm, warm)  # seed means 2/3, 2/3, 0, 2/3 against 0, 0, 0, 1: 2 tasks higher, 1 lower
+    assert (out["higher_a"], out["higher_b"], out["n"]) == (2.0, 1.0, 4.0)
+    assert out["p_two_sided"] == 1.0  # 2 P[X >= 2], X ~ Bin(3, 1/2) = 2 * 4 / 8, capped
+    one = per_task(arm[:1], warm)  # one seed: the McNemar test itself
+    assert (one["higher_a"], one["higher_b"], one["p_two_sided"]) == (
+        2.0,
+        0.0,
+        paired(arm[:1], warm)["p_two_sided"],
+    )
+    assert per_task(arm, [_rec("warm_start", 0, "0100", tasks=["x", "y", "z", "w"])]) is None  # other tasks
+    assert per_task([], warm) is None
 
 
 def test_arm_summary_and_crossover():
@@ -115,9 +134,14 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     text = write_report(cfg, {"shared": {"eval_tasks": 4, "host": host}, "runs": runs}).read_text()
     assert "Built on AMD EPYC (bf16 matmuls: avx512_bf16, torch 2.13.0+cpu)." in text
     assert "| real_grpo | 2 | 0.375 +- 0.177 | 0.500 +- 0.000 | 1000 | 750 +- 71 |" in text
-    assert "| dreamgym_grpo | 1 | 0.500 | 0.500 |" in text and "1 / 0, p = 0.500" in text  # vs the warm start
-    # real_grpo vs DreamGym GRPO, its one record paired with both seeds: 0110 and 0100 against 1100
-    assert text.count(" | 1 / 2, p = 0.875 |") == 1
+    # vs the warm start: seed-pooled McNemar and per-task sign test (one seed: the same), then vs real GRPO
+    # (1100 against 0110 and 0100: 2 / 1); two-sided p = min(1, 2 P[X >= max(b, c)])
+    assert "| dreamgym_grpo | 1 | 0.500 | 0.500 |" in text
+    assert "| 1 / 0, p = 1.000 | 1 / 0, p = 1.000 | 2 / 1, p = 1.000 |  |" in text
+    # real_grpo: pooled over its two seeds against the warm start 1 / 0; per task (seed means 0, 1, 0.5, 0
+    # against 0, 1, 0, 0) 1 / 0; against DreamGym GRPO's one record paired with both seeds 1 / 2
+    assert "| 1 / 0, p = 1.000 | 1 / 0, p = 1.000 |  | 1 / 2, p = 1.000 |" in text
+    assert "p: two-sided exact McNemar test, min(1, 2 P[X >= max(b, c)])" in text and "one-sided" not in text
     assert "**Not run yet** (no record): dreamgym_grpo (seeds [1]); ppo (seeds [0])." in text
     assert "| dreamgym_grpo | 0.14 | 0.14 | 0.14 | 0.567 s |" in text  # (500 - 75) / 750 real steps saved
     body = doc.read_text()
@@ -128,8 +152,14 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     assert body.endswith("<!-- benchmark:toy:end -->\ntail\n") and "](rep/suite_toy_success.png)" in body
     summary = readme.read_text()  # the README's short table: every arm, ours in %, the paper's figure
     assert summary.startswith("intro\n<!-- results:toy:start -->\n| arm |") and "stale" not in summary
-    assert "| real_grpo | 37.5 +- 17.7 (2) | 750 +- 71 | 0.500 | 65.0 (80K real) |" in summary
-    assert "| ppo | not run yet | | |  |" in summary and summary.endswith("<!-- results:toy:end -->\nrest\n")
+    assert (
+        "| real_grpo | 37.5 +- 17.7 (2) | 750 +- 71 | 1 / 0, p = 1.000 | 1 / 0, p = 1.000 | 65.0 (80K real) |"
+        in summary
+    )
+    assert "| ppo | not run yet | | | |  |" in summary and summary.endswith(
+        "<!-- results:toy:end -->\nrest\n"
+    )
+    assert "p: two-sided exact tests against the warm start" in summary and "one-sided" not in summary
     assert (tmp_path / "rep" / "suite_toy_success.png").stat().st_size > 0
     assert (tmp_path / "rep" / "suite_toy_curves.png").stat().st_size > 0
 

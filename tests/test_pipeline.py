@@ -10,7 +10,7 @@ from tiny_pipeline import pipeline_argv
 from dreamgym.modeling.formats import terminated_of
 from dreamgym.pipeline import parse_pipeline_config, run_pipeline
 from dreamgym.schema import is_success, read_trajectories
-from dreamgym.summary import held_out_comparison
+from dreamgym.summary import held_out_comparison, paired_comparison
 
 
 def _argv(out):
@@ -63,10 +63,15 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     cmp = report["policy_rl_vs_policy_sft"]
     only_rl = sum(a and not b for a, b in zip(solved["policy_rl"], solved["policy_sft"], strict=True))
     only_sft = sum(b and not a for a, b in zip(solved["policy_rl"], solved["policy_sft"], strict=True))
-    discordant = only_rl + only_sft  # exact McNemar, one-sided: P(Bin(discordant, 1/2) >= only_rl)
-    p = sum(math.comb(discordant, i) for i in range(only_rl, discordant + 1)) / 2**discordant
+    discordant = only_rl + only_sft  # exact McNemar, two-sided: min(1, 2 P(Bin(discordant, 1/2) >= max))
+    p = min(
+        1.0,
+        2
+        * sum(math.comb(discordant, i) for i in range(max(only_rl, only_sft), discordant + 1))
+        / 2**discordant,
+    )
     assert (cmp["n"], cmp["only_a"], cmp["only_b"]) == (2, only_rl, only_sft)
-    assert cmp["p_one_sided"] == pytest.approx(p)
+    assert cmp["p_two_sided"] == pytest.approx(p)
     assert cmp["success_a"] == report["eval"]["policy_rl"]["test/success_rate"]
     scores = {
         policy: [
@@ -78,9 +83,12 @@ def test_pipeline_tiny_end_to_end_and_idempotent(tmp_path, capsys):
     higher = sum(a > b for a, b in zip(scores["policy_rl"], scores["policy_sft"], strict=True))
     lower = sum(a < b for a, b in zip(scores["policy_rl"], scores["policy_sft"], strict=True))
     assert (cmp["score_higher_a"], cmp["score_higher_b"]) == (higher, lower)
-    assert cmp["score_p_one_sided"] == pytest.approx(
-        sum(math.comb(higher + lower, i) for i in range(higher, higher + lower + 1)) / 2 ** (higher + lower)
+    m = higher + lower
+    assert cmp["score_p_two_sided"] == pytest.approx(
+        min(1.0, 2 * sum(math.comb(m, i) for i in range(max(higher, lower), m + 1)) / 2**m)
     )
+    stored = json.loads((out / "eval.json").read_text())  # the per-task outcomes: the comparison recomputes
+    assert stored["per_task"] == report["per_task"] and paired_comparison(stored["per_task"]) == cmp
     # episodes recorded with other settings are refused, not silently reported
     eps = {p: out / f"{p}_test_episodes.jsonl" for p in ("policy_sft", "policy_rl")}
     with pytest.raises(RuntimeError, match="eval_tasks=3"):
@@ -113,6 +121,35 @@ def _fake_policy_episodes(monkeypatch, cap: int | None = None) -> list[list[int]
     monkeypatch.setattr(dreamgym.rl.collector, "collector_from_config", lambda config: None)
     monkeypatch.setattr(dreamgym.collect, "collect_policy_trajectories", fake)
     return played
+
+
+def test_the_held_out_comparison_keeps_each_tasks_outcomes_and_recomputes_from_them(tmp_path):
+    """``eval.json``'s ``per_task`` (task id -> success, score per policy) is what the paired tests are
+    computed from, so a stored file can be recomputed."""
+    from dreamgym.schema import write_trajectories
+
+    sft, rl = toy_trajectories(6, split="test", seed=0), toy_trajectories(6, split="test", seed=0)
+    for i, t in enumerate(sft):
+        t.success, t.score = i == 0, [1.0, 0.2, 0.0, 0.5, 0.0, 0.3][i]
+    for i, t in enumerate(rl):  # solves tasks 1-4 (gained 4, lost task 0); scores higher on 4, lower on 1
+        t.success, t.score = i in (1, 2, 3, 4), [0.5, 1.0, 1.0, 1.0, 1.0, 0.3][i]
+    eps = {"policy_sft": tmp_path / "sft.jsonl", "policy_rl": tmp_path / "rl.jsonl"}
+    write_trajectories(eps["policy_sft"], sft)
+    write_trajectories(eps["policy_rl"], rl)
+    evals, cmp, per_task = held_out_comparison(eps, 6)
+    assert evals["policy_rl"]["test/success_rate"] == pytest.approx(4 / 6)
+    assert per_task["policy_rl"]["task1"] == {"success": True, "score": 1.0}
+    assert (
+        per_task["policy_sft"]["task0"] == {"success": True, "score": 1.0}
+        and len(per_task["policy_sft"]) == 6
+    )
+    assert (cmp["only_a"], cmp["only_b"], cmp["score_higher_a"], cmp["score_higher_b"]) == (4, 1, 4, 1)
+    assert cmp["p_two_sided"] == cmp["score_p_two_sided"] == pytest.approx(2 * 6 / 32)  # 2 P[Bin(5) >= 4]
+    assert paired_comparison(json.loads(json.dumps(per_task))) == cmp  # from the stored file alone
+    with pytest.raises(RuntimeError, match="different held-out tasks"):
+        paired_comparison(
+            {"policy_rl": per_task["policy_rl"], "policy_sft": {"x": {"success": 1, "score": 0}}}
+        )
 
 
 def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path, monkeypatch, capsys):

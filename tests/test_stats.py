@@ -1,38 +1,48 @@
-"""Exact McNemar and sign tests against hand-computed binomial tails."""
+"""Two-sided exact McNemar and sign tests against hand-computed binomial tails."""
 
 import pytest
 
-from dreamgym.stats import mcnemar_exact, sign_test
+from dreamgym.stats import binomial_two_sided, mcnemar_exact, sign_test
 
 
 def test_mcnemar_by_hand():
-    # 3 tasks only A solved, 1 only B, 2 both, 4 neither: P[X >= 3], X ~ Bin(4, 1/2) = (4 + 1) / 16
+    # 3 tasks only A solved, 1 only B, 2 both, 4 neither: 2 P[X >= 3], X ~ Bin(4, 1/2) = 2 (4 + 1) / 16
     a = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0]
     b = [0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
     out = mcnemar_exact(a, b)
     assert out["only_a"] == 3 and out["only_b"] == 1 and out["n"] == 10
     assert out["success_a"] == 0.5 and out["success_b"] == 0.3
-    assert out["p_one_sided"] == pytest.approx(5 / 16)
     assert out["p_two_sided"] == pytest.approx(10 / 16)
-    # the other direction: P[X >= 1] = 15/16; no discordant task: no evidence either way
-    assert mcnemar_exact(b, a)["p_one_sided"] == pytest.approx(15 / 16)
-    assert mcnemar_exact([1, 0], [1, 0])["p_one_sided"] == 1.0
+    assert "p_one_sided" not in out  # one convention: two-sided only
+    assert mcnemar_exact(b, a)["p_two_sided"] == out["p_two_sided"]  # symmetric
+    assert mcnemar_exact([1, 0], [1, 0])["p_two_sided"] == 1.0  # no discordant task: no evidence either way
     with pytest.raises(ValueError, match="same length"):
         mcnemar_exact([1], [1, 0])
 
 
+def test_two_sided_binomial_by_hand():
+    assert binomial_two_sided(0, 0) == 1.0
+    assert binomial_two_sided(2, 2) == 1.0  # balanced: capped at 1, not 2 P[X >= 2] = 22 / 16
+    assert binomial_two_sided(5, 0) == pytest.approx(2 / 32)
+    assert binomial_two_sided(0, 5) == pytest.approx(2 / 32)
+    # the issue's per-task figure for real-env GRPO: 12 higher / 3 lower, 2 P[X >= 12], X ~ Bin(15, 1/2)
+    assert binomial_two_sided(12, 3) == pytest.approx(2 * (1 + 15 + 105 + 455) / 2**15)
+    assert round(binomial_two_sided(12, 3), 3) == 0.035
+    with pytest.raises(ValueError, match=">= 0"):
+        binomial_two_sided(-1, 2)
+
+
 def test_sign_test_on_graded_outcomes_by_hand():
-    # higher with A on tasks 0, 1, 2, 4; with B on task 3; ties (5, 6) carry nothing: P[X >= 4], X ~ Bin(5, 1/2)
+    # higher with A on tasks 0, 1, 2, 4; with B on task 3; ties (5, 6) carry nothing: 2 P[X >= 4], X ~ Bin(5, 1/2)
     a = [0.5, 1.0, 0.2, 0.0, 0.75, 0.3, 0.0]
     b = [0.1, 0.5, 0.1, 0.4, 0.25, 0.3, 0.0]
     out = sign_test(a, b)
     assert (out["higher_a"], out["higher_b"], out["n"]) == (4, 1, 7)
     assert out["mean_a"] == pytest.approx(sum(a) / 7) and out["mean_b"] == pytest.approx(sum(b) / 7)
-    assert out["p_one_sided"] == pytest.approx(6 / 32)
     assert out["p_two_sided"] == pytest.approx(12 / 32)
-    assert sign_test(b, a)["p_one_sided"] == pytest.approx(31 / 32)
+    assert sign_test(b, a)["p_two_sided"] == pytest.approx(12 / 32)
     # on success bits it is McNemar's test
     bits_a, bits_b = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
-    assert sign_test(bits_a, bits_b)["p_one_sided"] == mcnemar_exact(bits_a, bits_b)["p_one_sided"]
+    assert sign_test(bits_a, bits_b)["p_two_sided"] == mcnemar_exact(bits_a, bits_b)["p_two_sided"]
     with pytest.raises(ValueError, match="same length"):
         sign_test([0.5], [0.5, 0.1])

@@ -1,9 +1,11 @@
 """The benchmark report, regenerated from the stored records alone (no model is loaded).
 
-Per arm: held-out success and score (mean +- sample std over seeds), the paired exact McNemar test
-(:func:`dreamgym.stats.mcnemar_exact`) against the warm start, against real-env GRPO and against
-DreamGym GRPO (the reference of the paper's ablations; task by task, seed with seed; the warm start is
-greedy and deterministic, so each seed pairs with its one record),
+Per arm: held-out success and score (mean +- sample std over seeds), the paired two-sided exact McNemar
+test (:func:`dreamgym.stats.mcnemar_exact`) against the warm start, against real-env GRPO and against
+DreamGym GRPO (the reference of the paper's ablations; task by task, seed with seed, pooled over seeds; the
+warm start is greedy and deterministic, so each seed pairs with its one record), and the two-sided exact
+sign test of each task's seed-mean success against the warm start's (:func:`per_task`: one pair per task,
+however many seeds),
 real transitions split into offline / online / audit, synthetic transitions, fit wall-clock and CPU
 seconds. The cost model projects each arm's wall-clock when a real step costs ``L`` seconds (a live
 website): ``fit_seconds + online * L`` (local env steps are already inside ``fit_seconds``; sessions are
@@ -19,9 +21,21 @@ import math
 import statistics
 from pathlib import Path
 
-from dreamgym.stats import mcnemar_exact
+from dreamgym.stats import mcnemar_exact, sign_test
 
-__all__ = ["arm_summary", "paired", "crossover_latency", "write_report", "WARM_ARM"]
+__all__ = [
+    "arm_summary",
+    "paired",
+    "per_task",
+    "crossover_latency",
+    "render_report",
+    "summary_table",
+    "section_text",
+    "comparison_table",
+    "expected_sections",
+    "write_report",
+    "WARM_ARM",
+]
 
 WARM_ARM = "warm_start"
 MARKER = "<!-- benchmark:{name}:{end} -->"
@@ -55,8 +69,9 @@ def arm_summary(records: list[dict]) -> dict:
 
 
 def paired(a: list[dict], b: list[dict]) -> dict | None:
-    """McNemar over the pooled task pairs of arms ``a`` and ``b`` (seed with seed; a one-record arm pairs
-    with every seed of the other). None when they share no seed or their tasks differ."""
+    """Two-sided exact McNemar over the pooled task pairs of arms ``a`` and ``b`` (seed with seed; a
+    one-record arm pairs with every seed of the other, so a 3-seed arm counts each task three times against
+    the warm start). None when they share no seed or their tasks differ."""
     if not a or not b:
         return None
     by_seed = {r["seed"]: r for r in b}
@@ -69,6 +84,37 @@ def paired(a: list[dict], b: list[dict]) -> dict | None:
     xa = [c == "1" for x, _ in pairs for c in x["successes"]]
     xb = [c == "1" for _, y in pairs for c in y["successes"]]
     return mcnemar_exact(xa, xb)
+
+
+def per_task(a: list[dict], b: list[dict]) -> dict | None:
+    """Two-sided exact sign test of each task's success averaged over ``a``'s seeds against the same
+    task's averaged over ``b``'s (the warm start: its one record): ``higher_a`` tasks where ``a``'s
+    seed-mean is higher, ``higher_b`` lower, ties dropped (:func:`dreamgym.stats.sign_test`). One pair per
+    task however many seeds; with one record each it is :func:`paired`'s McNemar. None when an arm has no
+    record or their records hold different tasks."""
+    if not a or not b or any(r["task_ids"] != a[0]["task_ids"] for r in [*a, *b]):
+        return None
+
+    def seed_mean(records: list[dict]) -> list[float]:
+        return [
+            sum(r["successes"][i] == "1" for r in records) / len(records)
+            for i in range(len(records[0]["successes"]))
+        ]
+
+    return sign_test(seed_mean(a), seed_mean(b))
+
+
+def _p(p: float) -> str:
+    """A p value: three decimals, or two significant digits below 0.001 (never ``0.000``)."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _vs(test: dict | None, higher: str = "only") -> str:
+    """``"gained / lost, p = ..."`` of a two-sided test (empty without one)."""
+    if test is None:
+        return ""
+    a, b = (test["only_a"], test["only_b"]) if higher == "only" else (test["higher_a"], test["higher_b"])
+    return f"{int(a)} / {int(b)}, p = {_p(test['p_two_sided'])}"
 
 
 def crossover_latency(arm: dict, real: dict) -> float | None:
@@ -138,15 +184,59 @@ def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> 
     return paths
 
 
-def write_report(cfg, results: dict) -> Path:
-    """Write ``cfg.report`` (markdown) and the figures from ``results``; replace the suite's section of
-    ``cfg.document`` (``BENCHMARKS.md``) between its markers when the file has them. Returns the report path."""
+FOOTNOTE = (
+    "p: two-sided exact McNemar test, min(1, 2 P[X >= max(b, c)]) with X ~ Binomial(b + c, 1/2) and b / c "
+    "the tasks only this arm / only the other solved, pooled over seed-paired task outcomes (seed with seed; "
+    "the warm start's one record pairs with every seed, so an arm's 3 seeds count each task three times "
+    "against it). Per task: each task's success averaged over the arm's seeds against the warm start's, "
+    "tasks higher / lower, two-sided exact sign test (the same formula on those counts, ties dropped; with "
+    "one seed it is the McNemar test). "
+)
+
+
+def _by_arm(cfg, results: dict) -> tuple[dict[str, list[dict]], dict[str, dict]]:
+    """The records of each arm of ``cfg`` that has any (in the config's order), and their summaries."""
     runs = results.get("runs", {})
-    cfg.report.parent.mkdir(parents=True, exist_ok=True)
     by_arm = {a.name: [r for k, r in sorted(runs.items()) if r["arm"] == a.name] for a in cfg.arms}
     by_arm = {k: v for k, v in by_arm.items() if v}
-    summaries = {name: arm_summary(recs) for name, recs in by_arm.items()}
+    return by_arm, {name: arm_summary(recs) for name, recs in by_arm.items()}
+
+
+def comparison_table(cfg, results: dict) -> str:
+    """The report's main table (one row per arm with records, in the config's order) and its footnote."""
+    by_arm, summaries = _by_arm(cfg, results)
     real_arm, dream_arm = cfg.real_arm, cfg.dream_arm
+    lines = [
+        "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start, seed-pooled McNemar (only arm / only warm, p) | vs warm start, per-task sign test (higher / lower, p) | vs real GRPO (only arm / only it, p) | vs DreamGym GRPO (only arm / only it, p) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    warm = by_arm.get(WARM_ARM, [])
+    for name, s in summaries.items():
+        mine = by_arm[name]
+        vs_warm = paired(mine, warm) if name != WARM_ARM else None
+        task_warm = per_task(mine, warm) if name != WARM_ARM else None
+        vs_real = paired(mine, by_arm.get(real_arm, [])) if name not in (real_arm, WARM_ARM) else None
+        vs_dream = paired(mine, by_arm.get(dream_arm, [])) if name not in (dream_arm, WARM_ARM) else None
+        lines.append(
+            f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {s['offline']} | {_fmt(s['online'], 0)} | "
+            f"{_fmt(s['audit'], 0)} | {_fmt(s['synthetic'], 0)} | {_fmt(s['fit_seconds'], 0)} | "
+            f"{_fmt(s['fit_cpu_seconds'], 0)} | {_vs(vs_warm)} | {_vs(task_warm, 'higher')} | {_vs(vs_real)} | {_vs(vs_dream)} |"
+        )  # fmt: skip
+    lines += [
+        "",
+        FOOTNOTE
+        + "Offline real: transitions of the offline data the arm depends on (the warm start's, plus the "
+        "experience model's on-policy and own extra data for arms that simulate).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_report(cfg, results: dict) -> str:
+    """The markdown report of ``results`` (no file is read or written; the figure links name
+    :func:`figure_paths`): what :func:`write_report` writes to ``cfg.report``."""
+    runs = results.get("runs", {})
+    by_arm, summaries = _by_arm(cfg, results)
+    real_arm = cfg.real_arm
     lines = [f"## Benchmark suite `{cfg.name}`", ""]
     shared = results.get("shared", {})
     commits = sorted(
@@ -162,41 +252,24 @@ def write_report(cfg, results: dict) -> Path:
         f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
         f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
         f"{shared.get('onpolicy_train_transitions', '?')}"
-        + (f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
-           if shared.get("experience_train_transitions") else "")
+        + (
+            f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
+            if shared.get("experience_train_transitions")
+            else ""
+        )
         + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
-        + (f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`." if shared.get("pipeline_args") else "")
+        + (
+            f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`."
+            if shared.get("pipeline_args")
+            else ""
+        )
         + (f" Built on {_host(shared['host'])}." if shared.get("host") else ""),
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
-        "| arm | seeds | success | score | offline real | online real | audit real | synthetic | fit s | fit CPU s | vs warm start (only arm / only warm, p) | vs real GRPO (p) | vs DreamGym GRPO (only arm / only it, p) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
-    for name, s in summaries.items():
-        vs_warm = paired(by_arm[name], by_arm.get(WARM_ARM, [])) if name != WARM_ARM else None
-        vs_real = paired(by_arm[name], by_arm.get(real_arm, [])) if name not in (real_arm, WARM_ARM) else None
-        vs_dream = (
-            paired(by_arm[name], by_arm.get(dream_arm, [])) if name not in (dream_arm, WARM_ARM) else None
-        )
-        lines.append(
-            f"| {name} | {len(s['seeds'])} | {_fmt(s['success'])} | {_fmt(s['score'])} | {s['offline']} | {_fmt(s['online'], 0)} | "
-            f"{_fmt(s['audit'], 0)} | {_fmt(s['synthetic'], 0)} | {_fmt(s['fit_seconds'], 0)} | "
-            f"{_fmt(s['fit_cpu_seconds'], 0)} | "
-            + (f"{int(vs_warm['only_a'])} / {int(vs_warm['only_b'])}, p = {vs_warm['p_one_sided']:.3f}" if vs_warm else "")
-            + " | "
-            + (f"p = {vs_real['p_one_sided']:.3f}" if vs_real else "")
-            + " | "
-            + (f"{int(vs_dream['only_a'])} / {int(vs_dream['only_b'])}, p = {vs_dream['p_one_sided']:.3f}" if vs_dream else "")
-            + " |"
-        )  # fmt: skip
+    ]
+    lines += comparison_table(cfg, results).splitlines()
     missing = [f"{a.name} (seeds {[s for s in cfg.arm_seeds(a) if f'{a.name}/s{s}' not in runs]})" for a in cfg.arms
                if any(f"{a.name}/s{s}" not in runs for s in cfg.arm_seeds(a))]  # fmt: skip
-    lines += [
-        "",
-        "p: one-sided exact McNemar p of 'this arm is better', pooled over seed-paired task outcomes; "
-        "offline real: transitions of the offline data the arm depends on (the warm start's, plus the "
-        "experience model's on-policy and own extra data for arms that simulate).",
-    ]
     resumed = sorted({r["arm"] for r in runs.values() if r.get("fit_interrupted")})
     if resumed:
         lines += [
@@ -223,43 +296,68 @@ def write_report(cfg, results: dict) -> Path:
             lines.append(f"| {name} | " + " | ".join(f"{p:.2f}" for p in proj) + " | "
                          + ("" if name == real_arm else ("never" if cross is None else f"{cross:.3f} s")) + " |")  # fmt: skip
     if summaries:
+        lines += ["", " ".join(f"![{p.stem}]({p.name})" for p in figure_paths(cfg))]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(cfg, results: dict) -> Path:
+    """Write ``cfg.report`` (:func:`render_report`) and the figures from ``results``; replace the suite's
+    section of ``cfg.document`` (``BENCHMARKS.md``) and of ``cfg.summary`` (the README's
+    :func:`summary_table`) between their markers when the files have them. Returns the report path."""
+    cfg.report.parent.mkdir(parents=True, exist_ok=True)
+    text = render_report(cfg, results)
+    by_arm, summaries = _by_arm(cfg, results)
+    if summaries:
         try:  # a plotting failure must not lose the tables
-            figs = _figures(cfg, by_arm, summaries)
-            lines += ["", " ".join(f"![{p.stem}]({p.name})" for p in figs)]
+            _figures(cfg, by_arm, summaries)
         except Exception as exc:  # noqa: BLE001
-            lines += ["", f"(no figures: {type(exc).__name__}: {exc})"]
-    text = "\n".join(lines) + "\n"
+            links = " ".join(f"![{p.stem}]({p.name})" for p in figure_paths(cfg))
+            text = text.replace(links, f"(no figures: {type(exc).__name__}: {exc})")
     cfg.report.write_text(text)
     if cfg.document is not None:
-        _replace_section(cfg.document, cfg.name, text, cfg.report)
+        _put_between(cfg.document, MARKER, cfg.name, _document_section(cfg.document, text, cfg.report))
     if cfg.summary is not None:
-        _put_between(cfg.summary, SUMMARY_MARKER, cfg.name, summary_table(cfg, by_arm, summaries))
+        _put_between(cfg.summary, SUMMARY_MARKER, cfg.name, summary_table(cfg, results))
     print(text, flush=True)
     return cfg.report
 
 
-def summary_table(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> str:
+def summary_table(cfg, results: dict) -> str:
     """The short table of every arm of ``cfg`` (run or not) next to the paper's figure, for the README."""
+    by_arm, summaries = _by_arm(cfg, results)
     n_eval = next((len(r["successes"]) for recs in by_arm.values() for r in recs if "successes" in r), "?")
     lines = [
-        "| arm | held-out success %, ours (seeds) | online real transitions | vs warm start, p | paper (Llama-3.1-8B, success %) |",
-        "|---|---|---|---|---|",
-    ]
+        "| arm | held-out success %, ours (seeds) | online real transitions | vs warm start, seed-pooled McNemar (gained / lost, p) | vs warm start, per-task sign test (higher / lower, p) | paper (Llama-3.1-8B, success %) |",
+        "|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    warm = by_arm.get(WARM_ARM, [])
     for arm in cfg.arms:
         s = summaries.get(arm.name)
         if s is None:
-            lines.append(f"| {arm.name} | not run yet | | | {arm.paper} |")
+            lines.append(f"| {arm.name} | not run yet | | | | {arm.paper} |")
             continue
-        vs = paired(by_arm[arm.name], by_arm.get(WARM_ARM, [])) if arm.name != WARM_ARM else None
+        mine = by_arm[arm.name]
+        vs, task = (paired(mine, warm), per_task(mine, warm)) if arm.name != WARM_ARM else (None, None)
         lines.append(
             f"| {arm.name} | {_fmt(tuple(100 * x for x in s['success']), 1)} ({len(s['seeds'])}) | "
-            f"{_fmt(s['online'], 0)} | " + (f"{vs['p_one_sided']:.3f}" if vs else "") + f" | {arm.paper} |"
+            f"{_fmt(s['online'], 0)} | {_vs(vs)} | {_vs(task, 'higher')} | {arm.paper} |"
         )
     lines += ["", f"Generated by `python -m dreamgym benchmark --config configs/benchmark_{cfg.name}.yaml "
               f"--report_only true` from `{cfg.results}` ({n_eval} held-out tasks per record; mean +- std over "
-              "seeds; p: one-sided exact McNemar of 'better than the warm start', seed-paired). Full table, "
-              "cost model and plots: BENCHMARKS.md."]  # fmt: skip
+              "seeds; p: two-sided exact tests against the warm start: McNemar on the task outcomes pooled over "
+              "seeds, each seed paired with the warm start's one record, and the sign test on each task's "
+              "seed-mean success). Full table, cost model and plots: BENCHMARKS.md."]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def section_text(doc_text: str, marker: str, name: str) -> str | None:
+    """What lies between ``marker``'s start and end lines in ``doc_text`` as :func:`write_report` writes it
+    (``MARKER`` for a document's suite section, ``SUMMARY_MARKER`` for the README's), None without them."""
+    start, end = marker.format(name=name, end="start"), marker.format(name=name, end="end")
+    if start not in doc_text or end not in doc_text:
+        return None
+    inner = doc_text.split(start, 1)[1].split(end, 1)[0]
+    return inner[1:] if inner.startswith("\n") else inner
 
 
 def _put_between(doc: Path, marker: str, name: str, text: str) -> None:
@@ -275,15 +373,28 @@ def _put_between(doc: Path, marker: str, name: str, text: str) -> None:
     doc.write_text(f"{head}{start}\n{text}{end}{tail}")
 
 
-def _replace_section(doc: Path, name: str, text: str, report: Path) -> None:
-    """Put ``text`` between the suite's markers in ``doc`` (figure links made relative to ``doc``)."""
+def _document_section(doc: Path, text: str, report: Path) -> str:
+    """The report ``text`` as the suite's section of ``doc``: figure links made relative to ``doc``, the
+    title one level down."""
     rel = report.parent
     if rel.is_absolute() and rel.is_relative_to(doc.resolve().parent):
         rel = rel.relative_to(doc.resolve().parent)
-    text = text.replace("](suite_", f"]({rel.as_posix()}/suite_").replace(
+    return text.replace("](suite_", f"]({rel.as_posix()}/suite_").replace(
         "## Benchmark suite", "### Benchmark suite"
     )
-    _put_between(doc, MARKER, name, text)
+
+
+def expected_sections(cfg, results: dict) -> dict[tuple[Path, str], str]:
+    """Every text a report-only run of ``cfg`` writes, keyed by ``(file, marker)`` (``marker`` "" for the
+    whole report file), regenerated in-process from ``results`` without drawing the figures: what the
+    committed files must hold (``tests/test_report_drift.py``)."""
+    text = render_report(cfg, results)
+    out = {(cfg.report, ""): text}
+    if cfg.document is not None:
+        out[(cfg.document, MARKER)] = _document_section(cfg.document, text, cfg.report)
+    if cfg.summary is not None:
+        out[(cfg.summary, SUMMARY_MARKER)] = summary_table(cfg, results)
+    return out
 
 
 def _host(host: dict) -> str:
