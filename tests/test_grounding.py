@@ -225,3 +225,14 @@ def test_every_env_has_a_grounding():
 
     assert isinstance(WebShopEnv.grounding(), WebShopGrounding)
     assert isinstance(ALFWorldEnv.grounding(), PathFreeGrounding)
+
+
+def test_invented_lines_become_products_real_searches_for_similar_words_listed(episodes):
+    g = WebShopGrounding().sync(_buffer(episodes))
+    query = next(q for (q, n) in g.results if n == 1 and len(g.similar_products(q)) >= 3)
+    pool = g.similar_products(query + " deluxe")
+    assert pool and set(pool) <= set(g.items)
+    written = "\n".join(["[page] results"] + ["[product] b0invented | a product no one recorded | $5"] * 3)
+    page, changed = g.constrain(["[page] search\n[search box]"], f"search[{query} deluxe]", written)
+    shown = [ln.split(" | ")[0][len("[product] ") :] for ln in page.split("\n") if ln.startswith("[product] ")]
+    assert changed == 3 and len(shown) == 3 and set(shown) <= set(pool)

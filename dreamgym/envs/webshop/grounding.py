@@ -28,8 +28,11 @@ The item page carries the reward's facts (price paid, category, attributes: :fun
 so the verdict of a ``reward`` step sees what decides it. A results page the record lacks (a new query, a
 page further on) is written by the model and :meth:`WebShopGrounding.constrain` rewrites it onto the record:
 its header is the query and page the action implies, and each product line becomes a recorded product
-that has a recorded item page (the same ASIN where the model copied one, else the recorded title nearest
-in words), so every click leads to a recorded page and every purchase is of a recorded product.
+that has a recorded item page: the same ASIN where the model copied one, else, nearest in words to what the
+model wrote, one of the products the record's results pages showed for the recorded queries closest in
+words to this one (analysed as the search engine analyses text: stems, no stop words), so every click
+leads to a recorded page, every purchase is of a recorded product, and the products listed are those real
+searches for similar words listed.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from collections.abc import Sequence
 
 from dreamgym.envs.grounding import Answer, Grounding
 from dreamgym.envs.webshop.pages import SELECTED, SUB_PAGES, parse_action
-from dreamgym.envs.webshop.search import PRODUCT_WINDOW
+from dreamgym.envs.webshop.search import PRODUCT_WINDOW, analyze
 from dreamgym.schema import Transition
 
 __all__ = ["WebShopGrounding", "page_of", "strip_selection", "select_option", "done_page"]
@@ -161,11 +164,14 @@ class WebShopGrounding(Grounding):
         self.products: dict[str, str] = {}  # asin -> its results line, "[product] asin | title | price"
         self.purchases: dict[tuple[str, str, frozenset], Transition] = {}  # (task, asin, options) -> step
         self._titles: dict[str, set[str]] | None = None  # words of each groundable product's line, lazily
+        self.query_words: dict[str, frozenset[str]] = {}  # recorded query -> its analysed words
 
     def _page(self, state: str) -> None:
         page = page_of(state)
         if page[:1] == ("results",):
             self.results.setdefault((page[1], page[2]), state)
+            if page[1] not in self.query_words:
+                self.query_words[page[1]] = frozenset(analyze(page[1]))
             for line in state.split("\n"):
                 if line.startswith("[product] "):
                     asin = line[len("[product] ") :].split(" | ", 1)[0].strip()
@@ -262,12 +268,13 @@ class WebShopGrounding(Grounding):
         written = [ln.strip() for ln in next_state.split("\n") if ln.strip().startswith("[product] ")]
         lines, changed = [], 0
         used: set[str] = set()
+        pool = self.similar_products(query)
         for ln in written[:PRODUCT_WINDOW]:
             asin = ln[len("[product] ") :].split(" | ", 1)[0].strip()
             if asin in self.items and asin in self.products and asin not in used:
                 pick = asin
             else:
-                pick, changed = self._nearest(ln, used), changed + 1
+                pick, changed = self._nearest(ln, used, pool), changed + 1
             if pick is not None:
                 used.add(pick)
                 lines.append(self.products[pick])
@@ -293,14 +300,40 @@ class WebShopGrounding(Grounding):
             return page[1], page[2] + (1 if arg == "next >" else -1)
         return None
 
-    def _nearest(self, line: str, used: set[str]) -> str | None:
-        """The groundable product (recorded line and item page) whose line shares the most words with
-        ``line`` (Jaccard), other than ``used`` ones; None if there is none."""
+    def similar_products(self, query: str, queries: int = 5) -> list[str]:
+        """The groundable products (recorded line and item page) the record's results pages listed for the
+        ``queries`` recorded queries sharing the most analysed words with ``query`` (Jaccard; ties in
+        record order), in the order those pages listed them, most similar query first."""
+        want = frozenset(analyze(query))
+        sims = sorted(
+            ((len(want & w) / max(len(want | w), 1), q) for q, w in self.query_words.items() if want & w),
+            key=lambda x: -x[0],
+        )
+        out: dict[str, None] = {}
+        for _, q in sims[:queries]:
+            n = 1
+            while (page := self.results.get((q, n))) is not None:
+                for line in page.split("\n"):
+                    asin = (
+                        line[len("[product] ") :].split(" | ", 1)[0].strip()
+                        if line.startswith("[product] ")
+                        else ""
+                    )
+                    if asin in self.items and asin in self.products:
+                        out.setdefault(asin, None)
+                n += 1
+        return list(out)
+
+    def _nearest(self, line: str, used: set[str], pool: Sequence[str] = ()) -> str | None:
+        """The groundable product (recorded line and item page) of ``pool`` (empty or used up: of all of them)
+        whose line shares the most words with ``line`` (Jaccard), other than ``used`` ones; None if none."""
         if self._titles is None:
             self._titles = {a: _words(ln) for a, ln in self.products.items() if a in self.items}
         want = _words(line.split(" | ", 1)[-1])
         best, best_sim = None, -1.0
-        for asin, words in self._titles.items():
+        choices = [a for a in pool if a not in used] or list(self._titles)
+        for asin in choices:
+            words = self._titles[asin]
             if asin in used:
                 continue
             sim = len(want & words) / max(len(want | words), 1)
