@@ -15,6 +15,12 @@ and the synthetic outcome is scored against the real one with the RL audit's own
 
 * ``state_exact``: the share of synthetic steps whose next state equals the real env's next state after
   the same actions (up to the first step whose states differ, every later step counts as differing);
+* ``purchase_*``: each synthetic episode that ends in a purchase (a done page naming a product) is paid
+  by the real env's purchase score of that product with those options on that task, whatever the path
+  (:meth:`~dreamgym.envs.webshop.WebShopEnv.purchase_score`): ``purchase_success_precision`` /
+  ``purchase_success_recall`` (success: score 1) and ``purchase_score_mae``: how right the simulator's
+  payment is, apart from whether its pages were the real ones; ``purchase_real_product``: the share of
+  purchases of a product the real catalog has;
 * ``steps_per_s``: synthetic env steps per second of the play (policy time included; batch ``--batch``);
 * the env's health (``sim_error_rate``, ``record_share``, ``void_endings``, ...).
 
@@ -40,6 +46,8 @@ import numpy as np
 from dreamgym.envs.episodes import Episode, run_episodes
 from dreamgym.envs.replay import replay_actions
 from dreamgym.envs.synthetic import SyntheticEnv
+from dreamgym.envs.webshop.grounding import chosen_options, page_of
+from dreamgym.fidelity import success_precision_recall
 from dreamgym.provenance import result_meta, write_result
 from dreamgym.rl.audit import audit_episodes
 from dreamgym.schema import read_trajectories
@@ -88,6 +96,39 @@ def state_agreement(ep: Episode, real_states: list[str]) -> int:
     return n
 
 
+def purchase_of(real, ep: Episode) -> dict | None:
+    """The synthetic episode's purchase (product, options, the simulator's score) and what the real env
+    pays for it on the same task; None if the episode did not end on a done page naming a product."""
+    final = ep.states[-1] if ep.states else ""
+    line = next((ln for ln in final.split("\n") if ln.startswith("[purchased] ")), None)
+    if not ep.terminated or page_of(final) != ("done",) or line is None:
+        return None
+    asin = line[len("[purchased] ") :].split(" | ", 1)[0].strip()
+    options = chosen_options(ep.states[:-1], ep.actions[:-1])
+    paid = real.purchase_score(ep.task_id, asin, options)
+    return {"asin": asin, "options": options, "synthetic_score": ep.score, "real_score": paid}
+
+
+def purchase_metrics(purchases: list[dict]) -> dict:
+    """Payment fidelity over the synthetic purchases (module docstring)."""
+    real = [p for p in purchases if p["real_score"] is not None]
+    tp = sum(p["synthetic_score"] >= 1.0 and p["real_score"] >= 1.0 for p in real)
+    fp = sum(p["synthetic_score"] >= 1.0 and p["real_score"] < 1.0 for p in real)
+    fn = sum(p["synthetic_score"] < 1.0 and p["real_score"] >= 1.0 for p in real)
+    prec, rec = success_precision_recall(tp, fp, fn)
+    return {
+        "purchases": len(purchases),
+        "purchase_real_product": len(real) / max(len(purchases), 1),
+        "purchase_success_precision": prec,
+        "purchase_success_recall": rec,
+        "purchase_score_synthetic": float(np.mean([p["synthetic_score"] for p in real])) if real else None,
+        "purchase_score_real": float(np.mean([p["real_score"] for p in real])) if real else None,
+        "purchase_score_mae": float(np.mean([abs(p["synthetic_score"] - p["real_score"]) for p in real]))
+        if real
+        else None,
+    }
+
+
 def run_mode(name: str, args) -> dict:
     env = SyntheticEnv.from_checkpoint(
         args.experience, real_env="webshop", batch_size=[args.batch], max_steps=args.max_steps, seed=args.seed,
@@ -108,10 +149,11 @@ def run_mode(name: str, args) -> dict:
         rows.append({
             "task_id": ep.task_id, "actions": ep.actions, "synthetic": {"success": ep.success, "score": ep.score,
             "ended": ep.terminated, "sim_error": ep.sim_error}, "real": {"success": rep.success, "score": rep.score,
-            "ended": rep.terminated}, "states_agreeing": agree,
+            "ended": rep.terminated}, "states_agreeing": agree, "purchase": purchase_of(real, ep),
         })  # fmt: skip
     return {
         "metrics": {k.removeprefix("sim/"): v for k, v in metrics.items()},
+        **purchase_metrics([r["purchase"] for r in rows if r["purchase"] is not None]),
         "state_exact": same / max(steps, 1),
         "steps": steps,
         "episodes_n": len(episodes),

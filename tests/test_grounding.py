@@ -126,6 +126,9 @@ class _Scripted:
         self.buffer = buffer
         self.calls = []
 
+    def to(self, device):  # the device seam SyntheticEnv.place_model calls; nothing to move
+        return self
+
     def predict(self, queries):
         self.calls += [q.action for q in queries]
         out = []
@@ -234,5 +237,68 @@ def test_invented_lines_become_products_real_searches_for_similar_words_listed(e
     assert pool and set(pool) <= set(g.items)
     written = "\n".join(["[page] results"] + ["[product] b0invented | a product no one recorded | $5"] * 3)
     page, changed = g.constrain(["[page] search\n[search box]"], f"search[{query} deluxe]", written)
-    shown = [ln.split(" | ")[0][len("[product] ") :] for ln in page.split("\n") if ln.startswith("[product] ")]
+    shown = [
+        ln.split(" | ")[0][len("[product] ") :] for ln in page.split("\n") if ln.startswith("[product] ")
+    ]
     assert changed == 3 and len(shown) == 3 and set(shown) <= set(pool)
+
+
+def test_a_grounded_dreamgym_fit_steps_the_real_env_only_in_its_audit(
+    tiny_lm, webshop_offline, tmp_path, monkeypatch
+):
+    """GRPO in a grounded synthetic env (a scripted experience model over the offline data's buffer):
+    WebShopEnv's step raises unless the reward audit is replaying, and the audit does replay."""
+    import lightning as L
+    import torch
+
+    from datamodules.rollouts import RolloutDataModule
+    from dreamgym.envs.factory import EnvFactory
+    from dreamgym.envs.synthetic import tasks_from_trajectories
+    from dreamgym.rl.audit import RewardAudit
+    from dreamgym.rl.collector import RolloutCollector
+    from dreamgym.rl.schedules import SyntheticSchedule
+    from models.policy_rl import PolicyRL
+
+    inside = {"audit": False}
+    real_act, real_audit = WebShopEnv._act, RewardAudit.__call__
+
+    def guarded(self, slot, action):
+        assert inside["audit"], "the real env was stepped outside the audit"
+        return real_act(self, slot, action)
+
+    def audited(self, env, episodes):
+        inside["audit"] = True
+        try:
+            return real_audit(self, env, episodes)
+        finally:
+            inside["audit"] = False
+
+    monkeypatch.setattr(WebShopEnv, "_act", guarded)
+    monkeypatch.setattr(RewardAudit, "__call__", audited)
+    buf = ReplayBuffer.from_files([webshop_offline])
+    tasks = tasks_from_trajectories([webshop_offline])
+    built = []
+
+    class Grounded(EnvFactory):
+        is_real = False
+
+        def build(self):
+            built.append(
+                SyntheticEnv(_Scripted(buf), tasks, "webshop", [4], max_steps=4, write_back=True, ground=True)
+            )
+            return built[-1]
+
+    module = PolicyRL(
+        policy=tiny_lm, schedule=SyntheticSchedule(Grounded("synthetic", batch_size=4, max_steps=4), iterations=2),
+        audit=RewardAudit(every=1, episodes=3), optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2,
+        group_size=2, minibatches=1,
+        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True, max_arg_tokens=4),
+    )  # fmt: skip
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_steps=-1, default_root_dir=str(tmp_path), logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(module, RolloutDataModule(eval_tasks=1))
+    m = trainer.callback_metrics
+    assert float(m["data/audit_transitions"]) > 0 and float(m["data/real_transitions"]) == 0
+    assert built and built[0].valid_steps > 0 and "sim/record_share" in m

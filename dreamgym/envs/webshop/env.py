@@ -235,6 +235,16 @@ class WebShopEnv(TextEnvBase):
             info["product_options"] = self.catalog.products[page.asin].options
         return info
 
+    def purchase_score(self, task_id: str, asin: str, options: dict[str, str]) -> float | None:
+        """What buying product ``asin`` with ``options`` pays on task ``task_id`` of this env's split (the
+        upstream purchase score), whatever path leads there; None if the task or product is unknown. For
+        audits of a simulator's purchases only (the synthetic env never calls it)."""
+        index = self.task_index_of(task_id)
+        product = self.catalog.products.get(asin.upper())
+        if index is None or product is None:
+            return None
+        return purchase_score(product, self.goals[self.split][index], options).score
+
     def step_info(self, slot: int) -> dict[str, Any]:
         """Privileged info of ``slot``'s last step (or reset): goal, page, matches, reward breakdown."""
         return self._infos[slot]

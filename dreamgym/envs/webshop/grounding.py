@@ -45,7 +45,7 @@ from dreamgym.envs.webshop.pages import SELECTED, SUB_PAGES, parse_action
 from dreamgym.envs.webshop.search import PRODUCT_WINDOW, analyze
 from dreamgym.schema import Transition
 
-__all__ = ["WebShopGrounding", "page_of", "strip_selection", "select_option", "done_page"]
+__all__ = ["WebShopGrounding", "page_of", "strip_selection", "select_option", "done_page", "chosen_options"]
 
 SEARCH_PAGE = "[page] search\n[search box]"
 _RESULTS = re.compile(r"^\[page\] results \| query: (.*) \| page (\d+) \| total results: (\d+)$")
@@ -127,7 +127,7 @@ def done_page(asin: str, options: dict[str, str], score: float) -> str:
     )
 
 
-def _chosen_options(states: Sequence[str], actions: Sequence[str]) -> dict[str, str]:
+def chosen_options(states: Sequence[str], actions: Sequence[str]) -> dict[str, str]:
     """The options of the item the episode is on, in the order their groups were first chosen (WebShop's
     session keeps them in a dict: a second choice in a group keeps the group's place)."""
     opts: dict[str, str] = {}
@@ -232,7 +232,7 @@ class WebShopGrounding(Grounding):
     ) -> Answer | None:
         cur = states[-1]
         if arg == "buy now":
-            opts = _chosen_options(states, actions)
+            opts = chosen_options(states, actions)
             if not self.recorded_item(cur):
                 return Answer("void", done_page(asin, opts, 0.0), done=True)
             t = self.purchases.get((task_id, asin, frozenset(selected(cur).items())))
