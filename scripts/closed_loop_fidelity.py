@@ -6,7 +6,8 @@
         --out benchmarks/results/closed_loop_webshop.json
 
 For each synthetic env mode (``ungrounded``: the experience model alone; ``grounded``: ``ground=True``;
-``nearest``: ``ground=True, unrecorded="nearest"``, the retrieval-only ablation) the policy (an exported
+``nearest``: ``ground=True, unrecorded="nearest"``, the retrieval-only ablation; ``*_judge``: the same
+with ``reward="judge"``, the experience model's reward judge paying what the model would) the policy (an exported
 policy, sampling as in RL, through the RL config's collector; or a scripted agent with ``--agent``) plays
 ``group`` episodes of each of the first ``tasks`` train tasks of the synthetic env's pool. Each episode's
 actions are then replayed in the real env on the same task (:func:`dreamgym.envs.replay.replay_actions`),
@@ -31,7 +32,8 @@ real next state (and, where it reads them, reward, score and end); the counts by
 are written under ``record_check``.
 
 Every episode's actions, synthetic and real outcome are kept in the output (``episodes``), so the
-figures can be recomputed from the file.
+figures can be recomputed from the file. An existing ``--out`` file keeps its other modes (each mode names
+the run, under ``runs``, that measured it).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ MODES = {
     "ungrounded": {},
     "grounded": {"ground": True},
     "nearest": {"ground": True, "unrecorded": "nearest"},
+    "grounded_judge": {"ground": True, "reward": "judge"},
+    "ungrounded_judge": {"reward": "judge"},
 }
 
 
@@ -132,7 +136,7 @@ def purchase_metrics(purchases: list[dict]) -> dict:
 def run_mode(name: str, args) -> dict:
     env = SyntheticEnv.from_checkpoint(
         args.experience, real_env="webshop", batch_size=[args.batch], max_steps=args.max_steps, seed=args.seed,
-        reward=args.reward, **MODES[name],
+        **{"reward": args.reward, **MODES[name]},
     )  # fmt: skip
     real = env.make_real_env()
     tasks = [i for i, t in enumerate(env.tasks) if real.task_index_of(t.task_id) is not None][: args.tasks]
@@ -225,12 +229,14 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if bool(args.policy) == bool(args.agent):
         ap.error("give exactly one of --policy DIR and --agent NAME")
-    out: dict = {"_meta": result_meta("scripts/closed_loop_fidelity.py", argv), "modes": {}}
     path = Path(args.out)
+    out: dict = json.loads(path.read_text()) if path.exists() else {"modes": {}}  # a later run adds its modes
+    runs = out.setdefault("runs", [])
+    runs.append({**result_meta("scripts/closed_loop_fidelity.py", argv), "modes": args.modes})
     for name in args.modes:
         print(f"[closed-loop] {name} ...", flush=True)
         np.random.seed(args.seed)
-        out["modes"][name] = run_mode(name, args)
+        out["modes"][name] = {"run": len(runs) - 1, **run_mode(name, args)}
         summary = {k: v for k, v in out["modes"][name].items() if k != "episodes"}
         print(json.dumps(summary, indent=1), flush=True)
         write_result(path, out, indent=1)  # after every mode: a kill keeps the modes done
