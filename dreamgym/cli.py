@@ -79,6 +79,32 @@ def _lightning_cli(argv: list[str], run: bool = True):
                 _fill_precision(cfg)
                 _check_log_dirs(cfg)
 
+        def _parse_ckpt_path(self) -> None:
+            # Lightning reads the checkpoint's hyperparameters here, first: refuse a cut or foreign file before
+            sub = self.config.get("subcommand")
+            path = self.config[sub].get("ckpt_path") if sub else None
+            if path and path != "last":
+                from dreamgym.checkpoint_io import check_checkpoint_file
+
+                check_checkpoint_file(path)
+            super()._parse_ckpt_path()
+
+        def _check_ckpt(self, resume: bool) -> None:
+            """The checkpoint against the built model, before Lightning restores (and fails late on) it."""
+            from dreamgym.checkpoint_io import check_checkpoint_fits
+
+            path = self.config_init[self.subcommand].get("ckpt_path")
+            if path:
+                check_checkpoint_fits(path, self.model, resume=resume)
+
+        def before_fit(self) -> None:
+            self._check_ckpt(resume=True)
+
+        def before_validate(self) -> None:
+            self._check_ckpt(resume=False)
+
+        before_test = before_predict = before_validate
+
         def instantiate_trainer(self, **kwargs):
             trainer = super().instantiate_trainer(**kwargs)
             _atomic_checkpoints(trainer)

@@ -1,0 +1,119 @@
+"""Edges of issue #61 items 1-4: a checkpoint that does not fit the config, an unwritable pipeline
+``--out_dir``, a full disk during ``collect``, SIGTERM in a non-fit pipeline stage, a misspelt trainer key in
+a YAML and the quick benchmark's interrupt message. Each is one ``error:`` (or ``interrupted:``) line, with
+exit code 2 (143), before any work where that can be known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from dreamgym.cli import main
+from dreamgym.errors import run_guarded
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _guarded(argv, capsys) -> tuple[int, list[str]]:
+    """``python -m dreamgym argv`` behind the error boundary: (exit code, the `error:`/`interrupted:` lines)."""
+    try:
+        rc = run_guarded(main, argv)
+    except SystemExit as e:  # argparse's own checks
+        rc = e.code
+    err = capsys.readouterr().err.splitlines()
+    return rc, [ln for ln in err if ln.startswith(("error:", "interrupted:"))]
+
+
+# ------------------------------------------------------------------- 1. checkpoints that do not fit
+@pytest.fixture(scope="module")
+def sft_setup(tmp_path_factory):
+    """A tokenizer, a few WebShop episodes and the ``last.ckpt`` of a 1-step ``tiny`` policy warm start."""
+    from rl_toy import make_toy_tokenizer
+
+    from dreamgym.collect import collect_trajectories
+
+    root = tmp_path_factory.mktemp("sft")
+    tok = make_toy_tokenizer(root / "tok")
+    data = root / "train.jsonl"
+    collect_trajectories("webshop", "train", 2, 0, out=data, seed=0, batch_size=2)
+    setup = {"root": root, "tok": tok, "data": data}
+    main(_sft_args(setup, "tiny", root / "first"))
+    (ckpt,) = (root / "first" / "runs").glob("*/version_0/checkpoints/last.ckpt")
+    return {**setup, "ckpt": ckpt}
+
+
+def _sft_args(setup, preset: str, run: Path, *extra: str) -> list[str]:
+    return [
+        "fit", "--config", str(ROOT / "configs" / "webshop_policy_sft.yaml"),
+        f"--model.init_args.policy.init_args.tokenizer_path={setup['tok']}",
+        f"--model.init_args.policy.init_args.preset={preset}", "--model.init_args.policy.init_args.max_positions=256",
+        "--model.init_args.max_length=128", f"--model.init_args.save_dir={run / 'policy'}",
+        "--model.init_args.lr_scheduler.init_args.total_steps=2", f"--data.init_args.train_files=[{setup['data']}]",
+        "--data.init_args.val_files=[]", "--data.init_args.batch_size=2", "--trainer.max_steps=1",
+        "--trainer.limit_val_batches=0", "--trainer.enable_progress_bar=false",
+        f"--trainer.logger.init_args.save_dir={run / 'runs'}", "--trainer.precision=32-true", *extra,
+    ]  # fmt: skip
+
+
+def _variant(setup, name: str, change) -> Path:
+    ck = torch.load(setup["ckpt"], map_location="cpu", weights_only=False)
+    change(ck)
+    path = setup["root"] / f"{name}.ckpt"
+    torch.save(ck, path)
+    return path
+
+
+def _rl_like(ck: dict) -> None:
+    """What an RL fit's checkpoint has that a warm start's has not: its schedule state, no LR scheduler."""
+    ck["dreamgym_rl"] = {"schedule": {"iteration": 1}, "replay_buffers": {}}
+    ck["lr_schedulers"] = []
+    for group in ck["optimizer_states"][0]["param_groups"]:
+        for key in ("initial_lr", "max_lr", "min_lr"):
+            group.pop(key, None)
+
+
+def test_a_checkpoint_of_another_model_size_is_refused_before_training(sft_setup, tmp_path, capsys):
+    """#61 item 1: a 65-line traceback ending in `size mismatch for model.lm_head.weight` (failed before)."""
+    rc, lines = _guarded(_sft_args(sft_setup, "small", tmp_path, f"--ckpt_path={sft_setup['ckpt']}"), capsys)
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: --ckpt_path {sft_setup['ckpt']}: its weights do not fit")
+    assert (
+        "embed_tokens.weight is [300, 64] in the checkpoint and [300, 256] in the configured model"
+        in lines[0]
+    )
+    assert not list(tmp_path.rglob("*.ckpt")) and not (tmp_path / "policy").exists()  # nothing trained
+
+
+def test_an_rl_checkpoint_given_to_a_warm_start_config_is_refused(sft_setup, tmp_path, capsys):
+    """#61 item 1: Lightning restored all states, then `KeyError: 'initial_lr'` (79 lines); this stand-in
+    (the warm start's checkpoint with an RL fit's state key and no scheduler) resumed silently (failed before)."""
+    rl = _variant(sft_setup, "rl_like", _rl_like)
+    rc, lines = _guarded(_sft_args(sft_setup, "tiny", tmp_path, f"--ckpt_path={rl}"), capsys)
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: --ckpt_path {rl}: ") and "RL fit" in lines[0]
+    assert "PolicySFT" in lines[0] and "--model.init_args.policy.init_args.path" in lines[0]
+    assert not list(tmp_path.rglob("*.ckpt"))
+
+
+def test_a_cut_checkpoint_is_refused_in_one_line(sft_setup, tmp_path, capsys):
+    """#61 item 1: the first part of a checkpoint gave a 28-line zip-archive error (failed before)."""
+    cut = tmp_path / "cut.ckpt"
+    cut.write_bytes(sft_setup["ckpt"].read_bytes()[:100_000])
+    rc, lines = _guarded(_sft_args(sft_setup, "tiny", tmp_path, f"--ckpt_path={cut}"), capsys)
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: checkpoint {cut} is cut") and "resume from another" in lines[0]
+    junk = tmp_path / "junk.ckpt"
+    junk.write_text("not a checkpoint\n")
+    rc, lines = _guarded(_sft_args(sft_setup, "tiny", tmp_path, f"--ckpt_path={junk}"), capsys)
+    assert rc == 2 and len(lines) == 1 and "is not a PyTorch checkpoint" in lines[0], lines
+
+
+def test_a_fitting_checkpoint_still_resumes(sft_setup, tmp_path, capsys):
+    """The checks refuse only what does not fit: the warm start's own checkpoint resumes."""
+    rc, lines = _guarded(
+        _sft_args(sft_setup, "tiny", tmp_path, f"--ckpt_path={sft_setup['ckpt']}", "--trainer.max_steps=2"),
+        capsys,
+    )
+    assert rc == 0 and not lines and (tmp_path / "policy").is_dir()
