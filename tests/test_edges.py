@@ -5,6 +5,8 @@ exit code 2 (143), before any work where that can be known."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,41 @@ def test_a_fitting_checkpoint_still_resumes(sft_setup, tmp_path, capsys):
         capsys,
     )
     assert rc == 0 and not lines and (tmp_path / "policy").is_dir()
+
+
+# --------------------------------------------------------------------- 2. pipeline --out_dir
+def test_pipeline_out_dir_that_is_a_file_is_refused_before_any_stage(tmp_path, capsys):
+    """#61 item 2: `FileExistsError` in a 23-line traceback (failed before)."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    rc, lines = _guarded(["pipeline", "--config", str(ROOT / "configs" / "pipeline_webshop.yaml"),
+                          f"--out_dir={afile}"], capsys)  # fmt: skip
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: --out_dir={str(afile)!r} is a file, not a folder")
+    assert afile.read_text() == "mine\n" and sorted(tmp_path.iterdir()) == [afile]
+
+
+def test_pipeline_out_dir_on_a_read_only_mount_is_refused_before_any_stage(tmp_path, capsys, monkeypatch):
+    """#61 item 2: `OSError: [Errno 30] Read-only file system` in a 23-line traceback (failed before).
+    Simulated: root may write through chmod, so access() and mkdir() answer as on a read-only mount."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access, real_mkdir = os.access, Path.mkdir
+
+    def access(path, mode, *a, **k):
+        if Path(path).resolve() == ro and mode & os.W_OK:
+            return False
+        return real_access(path, mode, *a, **k)
+
+    def mkdir(self, *a, **k):
+        if ro in self.resolve().parents:
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_mkdir(self, *a, **k)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    out = ro / "run"
+    rc, lines = _guarded(["pipeline", "--config", str(ROOT / "configs" / "pipeline_webshop.yaml"),
+                          f"--out_dir={out}"], capsys)  # fmt: skip
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: --out_dir={str(out)!r}: {str(ro)!r} is not a writable folder")
