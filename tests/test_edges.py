@@ -157,3 +157,85 @@ def test_pipeline_out_dir_on_a_read_only_mount_is_refused_before_any_stage(tmp_p
                           f"--out_dir={out}"], capsys)  # fmt: skip
     assert rc == 2 and len(lines) == 1, lines
     assert lines[0].startswith(f"error: --out_dir={str(out)!r}: {str(ro)!r} is not a writable folder")
+
+
+# ------------------------------------------------------------------------ 3. full disk in collect
+def _disk_full_after(monkeypatch, folder: Path, lines: int) -> None:
+    """Files opened for writing under ``folder`` take ``lines`` more lines, then half of the next and
+    raise ``OSError(ENOSPC)`` (as a full disk does)."""
+    real_open = Path.open
+    left = [lines]
+
+    class Full:
+        def __init__(self, fh):
+            self._fh = fh
+
+        def write(self, text):
+            n = text.count("\n")
+            if n > left[0]:
+                keep = "".join(text.splitlines(keepends=True)[: left[0]])
+                self._fh.write(keep + text[len(keep) : len(keep) + 20])  # a cut line, as a full disk leaves
+                self._fh.flush()
+                left[0] = 0
+                raise OSError(errno.ENOSPC, "No space left on device")
+            left[0] -= n
+            return self._fh.write(text)
+
+        def __getattr__(self, name):
+            return getattr(self._fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._fh.close()
+
+    def open_(self, mode="r", *a, **k):
+        fh = real_open(self, mode, *a, **k)
+        return Full(fh) if folder in self.resolve().parents and any(c in mode for c in "aw+") else fh
+
+    monkeypatch.setattr(Path, "open", open_)
+
+
+@pytest.mark.parametrize("mode", ["new", "append", "overwrite"])
+def test_a_full_disk_during_collect_keeps_the_file_and_the_episodes_collected(
+    tmp_path, capsys, monkeypatch, mode
+):
+    """#61 item 3: episodes were gathered in memory and written only at the end; a full disk then lost
+    them all, in a 24-39-line traceback (failed before)."""
+    from dreamgym.schema import read_trajectories, save_trajectories
+
+    out = tmp_path / "data.jsonl"
+    if mode != "new":
+        from dreamgym.collect import collect_trajectories
+
+        save_trajectories(out, collect_trajectories("webshop", "train", 2, 0, seed=9, batch_size=2))
+    before = out.read_bytes() if out.exists() else None
+    _disk_full_after(monkeypatch, tmp_path, 3)
+    flag = [] if mode == "new" else [f"--{mode}"]
+    rc, lines = _guarded(["collect", "--n-expert", "6", "--n-random", "0", "--batch-size", "2",
+                          "--out", str(out), *flag], capsys)  # fmt: skip
+    assert rc == 2 and len(lines) == 1, lines
+    kept = Path(f"{out}.partial")
+    assert lines[0].startswith(f"error: --out {out}: no space left on the device after 3 of 6 episodes")
+    assert f"kept in {kept}" in lines[0]
+    assert (out.read_bytes() if out.exists() else None) == before  # the file is as it was
+    assert len(list(read_trajectories(kept))) == 3  # whole lines only: the cut one was taken back
+    monkeypatch.undo()
+    rc, lines = _guarded(
+        ["collect", "--n-expert", "1", "--n-random", "0", "--out", str(out), "--append"], capsys
+    )
+    assert rc == 2 and f"{kept} holds 3 episodes of an interrupted collect" in lines[0], lines
+
+
+def test_collect_writes_episodes_as_they_end(tmp_path, capsys):
+    """The kept file is the collection's own: a collect that ends normally leaves no ``.partial`` and
+    appends to an existing file."""
+    from dreamgym.schema import read_trajectories
+
+    out = tmp_path / "data.jsonl"
+    for flag in ([], ["--append"]):
+        rc, lines = _guarded(["collect", "--n-expert", "2", "--n-random", "0", "--batch-size", "2",
+                              "--out", str(out), *flag], capsys)  # fmt: skip
+        assert rc == 0 and not lines
+    assert len(list(read_trajectories(out))) == 4 and not list(tmp_path.glob("*.partial"))
