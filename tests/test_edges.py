@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -239,3 +242,58 @@ def test_collect_writes_episodes_as_they_end(tmp_path, capsys):
                               "--out", str(out), *flag], capsys)  # fmt: skip
         assert rc == 0 and not lines
     assert len(list(read_trajectories(out))) == 4 and not list(tmp_path.glob("*.partial"))
+
+
+# -------------------------------------------------------------------------- 4. signals, typos
+_SIGTERM_IN_A_STAGE = """
+import os, signal, sys, time
+from pathlib import Path
+from dreamgym.errors import run_guarded
+from dreamgym.stages import StageClock
+def collect(out):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+def main(argv):
+    StageClock()("collect_train", collect, Path("x"))
+sys.exit(run_guarded(main, []))
+"""
+
+
+def test_sigterm_in_a_collect_or_evaluate_stage_prints_interrupted():
+    """#61 item 4: SIGTERM killed the process in a non-fit stage with no `interrupted:` line (failed before)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", _SIGTERM_IN_A_STAGE], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("interrupted:")]
+    assert proc.returncode == 143 and len(lines) == 1, proc.stderr[-2000:]
+    assert "stage collect_train stopped by a signal (SIGTERM)" in lines[0] and "starts again" in lines[0]
+
+
+def test_a_signal_in_a_fit_that_saves_no_checkpoints_promises_no_resume(sft_setup, tmp_path, request):
+    """#61 item 4: `--quick` fits save no checkpoints, yet the stage said it would resume from one (failed
+    before)."""
+    from dreamgym.errors import Interrupted
+    from dreamgym.stages import StageClock, fit_stage
+
+    prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, prev))
+    args = _sft_args(sft_setup, "tiny", tmp_path)[3:]
+    quick = [*args, "--trainer.max_steps=3",
+             "--model.init_args.lr_scheduler.init_args.total_steps=3", "--trainer.callbacks=[]", "--trainer.enable_checkpointing=false",
+             "--trainer.callbacks+=fault_toy.SignalAt", "--trainer.callbacks.at_step=1"]  # fmt: skip
+    config = str(ROOT / "configs" / "webshop_policy_sft.yaml")
+    with pytest.raises(Interrupted) as info:
+        StageClock()("arm/s0", fit_stage, config, quick, tmp_path / "out", "model.init_args.save_dir")
+    message = str(info.value)
+    assert info.value.code == 143 and "stage arm/s0 stopped by a signal (SIGTERM)" in message
+    assert "checkpoint" in message and "resumes from its last saved checkpoint" not in message
+    assert "starts again" in message
+
+
+def test_a_misspelt_trainer_key_in_a_yaml_gets_did_you_mean(tmp_path, capsys):
+    """#61 item 4: `Group 'trainer' does not accept option 'max_step'` had no suggestion (failed before)."""
+    config = tmp_path / "typo.yaml"
+    config.write_text(f"__base__: [{ROOT / 'configs' / 'webshop_grpo.yaml'}]\ntrainer:\n  max_step: 3\n")
+    rc, lines = _guarded(["fit", "--config", str(config), "--print_config"], capsys)
+    assert rc == 2 and len(lines) == 1, lines
+    assert "'trainer.max_step': did you mean '--trainer.max_steps'" in lines[0]
