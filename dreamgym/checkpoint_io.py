@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,18 @@ from typing import Any
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-__all__ = ["AtomicCheckpointIO", "check_checkpoint_file", "check_export_dir", "export_atomically"]
+__all__ = [
+    "AtomicCheckpointIO",
+    "RL_STATE_KEY",
+    "check_checkpoint_file",
+    "check_checkpoint_fits",
+    "check_export_dir",
+    "export_atomically",
+]
+
+RL_STATE_KEY = "dreamgym_rl"
+"""Where an RL fit's checkpoint keeps its own state (schedule, replay buffers, RNG); a LightningModule that
+writes such a key names it in its class attribute ``checkpoint_state_key``."""
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -55,10 +67,89 @@ def check_checkpoint_file(path: str | os.PathLike) -> None:
         ValueError: naming the file.
     """
     path = Path(path)
-    if path.is_file() and path.stat().st_size == 0:
+    if not path.is_file():
+        return
+    size = path.stat().st_size
+    if size == 0:
         raise ValueError(
             f"checkpoint {path} is empty (0 bytes): a save was interrupted by a kill (before dreamgym wrote "
             "checkpoints atomically); delete it and resume from another checkpoint (--ckpt_path PATH) or start fresh"
+        )
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"checkpoint {path} is cut ({size} bytes; the end of its zip archive is missing: a copy or a save "
+            "was interrupted); copy it again whole, or resume from another checkpoint (--ckpt_path PATH) or start fresh"
+        )
+    if head != b"PK\x03\x04" and head[:1] != b"\x80":  # neither torch.save's zip nor its legacy pickle
+        raise ValueError(
+            f"checkpoint {path} is not a PyTorch checkpoint (it starts with {head!r}); give a .ckpt file a fit "
+            "wrote (under <logger save_dir>/<name>/version_*/checkpoints)"
+        )
+
+
+def check_checkpoint_fits(path: str | os.PathLike, module: torch.nn.Module, resume: bool = True) -> None:
+    """Refuse, before any training, a checkpoint whose weights do not fit ``module`` (another model size,
+    preset or tokenizer: Lightning fails later with a long ``size mismatch`` traceback) or, when the fit
+    resumes from it (``resume``: ``fit``, not ``validate``/``test``), one written by another kind of fit (an RL fit's checkpoint into a warm start or
+    back: the optimizer and scheduler states do not fit, ``KeyError: 'initial_lr'``).
+
+    Raises:
+        ValueError: naming the checkpoint, the first tensor that differs (both shapes) and the fix.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return  # "best", a URL: Lightning resolves those itself
+    ck = torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+    where = f"--ckpt_path {path}"
+    if not isinstance(ck, dict) or not isinstance(ck.get("state_dict"), dict):
+        raise ValueError(f"{where}: holds no `state_dict`, so no fit wrote it; give a .ckpt file a fit wrote")
+    cls = type(module).__name__
+    mine, theirs = (
+        getattr(type(module), "checkpoint_state_key", None),
+        RL_STATE_KEY if RL_STATE_KEY in ck else None,
+    )
+    if resume and theirs != mine:
+        start = "start this fit from that fit's exported model (--model.init_args.policy.init_args.path=<its save_dir>)"
+        kind = (
+            "an RL fit's checkpoint (schedule and replay-buffer state)"
+            if theirs
+            else "no RL fit's checkpoint (it has no schedule or replay-buffer state)"
+        )
+        raise ValueError(
+            f"{where}: it is {kind} and this config fits {cls}, so its optimizer and schedule states do not fit; "
+            f"resume it with the config that wrote it, or {start}"
+        )
+    _check_weights(where, ck["state_dict"], module)
+
+
+def _check_weights(where: str, saved: dict, module: torch.nn.Module) -> None:
+    """Refuse ``saved`` weights whose names or shapes differ from ``module``'s (names only where the module
+    loads strictly, as Lightning does)."""
+    ours = module.state_dict()
+    differ = [(k, tuple(v.shape), tuple(ours[k].shape)) for k, v in saved.items()
+              if k in ours and hasattr(v, "shape") and tuple(v.shape) != tuple(ours[k].shape)]  # fmt: skip
+    problems = []
+    if differ:
+        k, a, b = differ[0]
+        problems.append(
+            f"{k} is {list(a)} in the checkpoint and {list(b)} in the configured model "
+            f"({len(differ)} of {len(ours)} tensors differ in shape)"
+        )
+    if getattr(module, "strict_loading", True):
+        missing, extra = [k for k in ours if k not in saved], [k for k in saved if k not in ours]
+        if missing:
+            problems.append(
+                f"{len(missing)} tensors of the configured model are not in it (e.g. {missing[0]})"
+            )
+        if extra:
+            problems.append(f"it has {len(extra)} tensors the configured model has not (e.g. {extra[0]})")
+    if problems:
+        raise ValueError(
+            f"{where}: its weights do not fit the configured model: {'; '.join(problems)}; it was saved by a "
+            "fit of another model (size, preset or tokenizer): configure the model as that fit did, or give a "
+            "checkpoint of this model"
         )
 
 

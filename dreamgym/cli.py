@@ -57,8 +57,10 @@ LINKS: list[tuple[str, str]] = [
 """``parser.link_arguments(source, target)`` pairs: the target is computed, never given in YAML."""
 
 
-def _lightning_cli(argv: list[str], run: bool = True):
-    """The LightningCLI on ``argv``; ``run=False`` only parses and instantiates (used by tests)."""
+def _lightning_cli(argv: list[str], run: bool = True, built: list | None = None):
+    """The LightningCLI on ``argv``; ``run=False`` only parses and instantiates (used by tests). The trainer
+    is appended to ``built`` as soon as it exists (a run stopped by a signal never returns the CLI)."""
+    built = [] if built is None else built
     from lightning.pytorch import LightningDataModule, LightningModule
     from lightning.pytorch.cli import LightningCLI
 
@@ -79,9 +81,36 @@ def _lightning_cli(argv: list[str], run: bool = True):
                 _fill_precision(cfg)
                 _check_log_dirs(cfg)
 
+        def _parse_ckpt_path(self) -> None:
+            # Lightning reads the checkpoint's hyperparameters here, first: refuse a cut or foreign file before
+            sub = self.config.get("subcommand")
+            path = self.config[sub].get("ckpt_path") if sub else None
+            if path and path != "last":
+                from dreamgym.checkpoint_io import check_checkpoint_file
+
+                check_checkpoint_file(path)
+            super()._parse_ckpt_path()
+
+        def _check_ckpt(self, resume: bool) -> None:
+            """The checkpoint against the built model, before Lightning restores (and fails late on) it."""
+            from dreamgym.checkpoint_io import check_checkpoint_fits
+
+            path = self.config_init[self.subcommand].get("ckpt_path")
+            if path:
+                check_checkpoint_fits(path, self.model, resume=resume)
+
+        def before_fit(self) -> None:
+            self._check_ckpt(resume=True)
+
+        def before_validate(self) -> None:
+            self._check_ckpt(resume=False)
+
+        before_test = before_predict = before_validate
+
         def instantiate_trainer(self, **kwargs):
             trainer = super().instantiate_trainer(**kwargs)
             _atomic_checkpoints(trainer)
+            built.append(trainer)
             return trainer
 
         def add_arguments_to_parser(self, parser):
@@ -240,18 +269,29 @@ def main(argv: list[str] | None = None) -> None:
     _refuse_pipeline_config(argv)
     destroy_process_group_at_exit()  # a multi-process (gloo) run must not abort at exit after it finished
     stage = next((a for a in argv if a in STAGES), argv[0])
-    resume = "rerun the same command with --ckpt_path last to resume from the last saved checkpoint"
+    built: list = []
+
+    def stopped(name: str, code: int) -> Interrupted:
+        saves = bool(built) and bool(built[-1].checkpoint_callbacks)
+        resume = (
+            "rerun the same command with --ckpt_path last to resume from the last saved checkpoint"
+            if saves
+            else "this run saves no checkpoints (trainer.enable_checkpointing=false or no ModelCheckpoint): "
+            "rerun the same command to start it again"
+        )
+        return Interrupted(f"`{stage}` stopped by {name}; {resume}", code, name.split()[0], saves)
+
     try:
-        cli = _lightning_cli(argv)
+        cli = _lightning_cli(argv, built=built)
         if cli.trainer.world_size > 1:  # a finished multi-process run must not abort in interpreter teardown
             end_distributed_run()
     except ArgumentError as exc:
         raise _parse_error(stage, str(exc)) from None
     except SIGTERMException:  # Lightning's graceful stop is a SystemExit with code 0: not a finished run
-        raise Interrupted(f"`{stage}` stopped by SIGTERM; {resume}", 143) from None
+        raise stopped("SIGTERM", 143) from None
     except SystemExit as exc:  # Lightning turns Ctrl-C (SIGINT) into sys.exit(1)
         if isinstance(exc.__context__, KeyboardInterrupt):
-            raise Interrupted(f"`{stage}` stopped by SIGINT (Ctrl-C); {resume}", 130) from None
+            raise stopped("SIGINT (Ctrl-C)", 130) from None
         raise
 
 

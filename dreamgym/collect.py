@@ -10,6 +10,10 @@ available actions, the teacher's rationale (``reasoning``, written right after t
 step info), score, invalid flag and terminated/truncated, and the episodes are appended to ``out`` as
 JSONL lines in plan order as they end (:class:`dreamgym.schema.TrajectoryWriter`).
 
+The command line collects into ``<out>.partial`` (each chunk of ended episodes written whole or not at all)
+and moves it into ``--out`` only when the collection is complete: a full disk leaves ``--out`` as it was
+and keeps the episodes played so far in ``<out>.partial`` (one ``error:`` line says how to keep them).
+
 CLI::
 
     python -m dreamgym collect --env webshop --split train --n-expert 200 --n-random 100 \\
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +35,13 @@ from dreamgym.agents import Agent, agent_names, make_agent
 from dreamgym.envs.episodes import Episode, run_episodes, trajectory_metrics
 from dreamgym.envs.registry import make_env, registered_envs
 from dreamgym.progress import play_in_chunks
-from dreamgym.schema import Trajectory, TrajectoryWriter, check_whole_lines, save_trajectories
+from dreamgym.schema import (
+    Trajectory,
+    TrajectoryWriteError,
+    TrajectoryWriter,
+    check_whole_lines,
+    save_trajectories,
+)
 from dreamgym.teachers.base import Teacher, get_teacher
 
 __all__ = ["collect_trajectories", "collect_policy_trajectories", "main", "import_web_main"]
@@ -162,10 +173,12 @@ def collect_trajectories(
         nonlocal written
         agents.pop(ep.episode_id, None)
         ended[ep.episode_id] = trajectory(ep)
+        chunk = []
         while written in ended:
-            if writer is not None:
-                writer.write(ended[written])
+            chunk.append(ended[written])
             written += 1
+        if writer is not None and chunk:
+            writer.write_many(chunk)  # whole or not at all (a full disk keeps the earlier chunks)
         if bar is not None:
             bar.update(1)
 
@@ -328,22 +341,23 @@ def main(argv: list[str] | None = None) -> None:
             check_whole_lines(args.out)
         except ValueError as exc:
             ap.error(f"--append: {exc}")
-    # episodes are gathered first and written in one atomic step: an existing --out file stays as it is
-    # until the new one is complete (a mistyped argument or a kill never loses it)
-    trajs = collect_trajectories(
-        args.env,
-        args.split,
-        args.n_expert,
-        args.n_random,
-        out=None,
-        seed=args.seed,
-        teacher=not args.no_teacher,
-        max_steps=args.max_steps,
-        batch_size=args.batch_size,
-        progress=True,
-        env_kwargs=env_kwargs,
-        mix={"non_oracle": args.n_non_oracle, "near_miss": args.n_near_miss},
-    )
+    # episodes go to <out>.partial as they end (a chunk at a time, whole); only a finished collect moves them
+    # into --out, so a mistyped argument, a kill or a full disk never touches the file and keeps what was played
+    out, kept = Path(args.out), Path(f"{args.out}.partial")
+    _refuse_kept_episodes(out, kept)
+    mix = {"non_oracle": args.n_non_oracle, "near_miss": args.n_near_miss}
+    try:
+        trajs = collect_trajectories(
+            args.env, args.split, args.n_expert, args.n_random, out=kept, seed=args.seed,
+            teacher=not args.no_teacher, max_steps=args.max_steps, batch_size=args.batch_size, progress=True,
+            env_kwargs=env_kwargs, mix=mix,
+        )  # fmt: skip
+    except TrajectoryWriteError as exc:
+        total = sum(_counts(args.env, args.n_expert, args.n_random, mix).values())
+        raise _write_failed(out, kept, exc, f"after {exc.written} of {total} episodes", args.append) from None
+    finally:
+        if kept.exists() and kept.stat().st_size == 0:
+            kept.unlink()
     for policy in sorted({t.policy for t in trajs}):
         sel = [t for t in trajs if t.policy == policy]
         steps = sum(len(t.transitions) for t in sel)
@@ -351,10 +365,61 @@ def main(argv: list[str] | None = None) -> None:
             f"{policy}: {len(sel)} episodes, success {np.mean([t.success for t in sel]):.3f}, "
             f"mean score {np.mean([t.score for t in sel]):.3f}, {steps} transitions"
         )
-    existed = Path(args.out).exists()
-    save_trajectories(args.out, trajs, append=args.append)
+    existed = out.exists()
+    _move_into_place(kept, out, args.append, len(trajs))
     done = "appended" if args.append and existed else "replaced the file with" if existed else "wrote"
     print(f"{done} {len(trajs)} trajectories to {args.out}")
+
+
+def _refuse_kept_episodes(out: Path, kept: Path) -> None:
+    """Refuse to start while ``kept`` holds the episodes of an interrupted collect (they would be lost)."""
+    if kept.exists() and kept.stat().st_size > 0:
+        n = sum(1 for line in kept.open("rb") if line.endswith(b"\n"))
+        raise ValueError(
+            f"--out {out}: {kept} holds {n} episodes of an interrupted collect; keep them ({_keep_hint(out, kept)}) "
+            "or delete that file, then rerun"
+        )
+
+
+def _keep_hint(out: Path, kept: Path) -> str:
+    return f"`cat {kept} >> {out}`" if out.exists() else f"`mv {kept} {out}`"
+
+
+def _write_failed(out: Path, kept: Path, exc: OSError, when: str, append: bool) -> ValueError:
+    """The one-line message of a write that failed (a full disk): what is where, and how to keep it."""
+    import errno
+
+    what = (
+        "no space left on the device"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        else f"writing failed ({exc.strerror})"
+    )
+    n = sum(1 for line in kept.open("rb") if line.endswith(b"\n")) if kept.exists() else 0
+    hint = f"`cat {kept} >> {out}`" if append and out.exists() else f"`mv {kept} {out}`"
+    return ValueError(
+        f"--out {out}: {what} {when}; {out} was not touched and the {n} episodes collected are kept in {kept}; "
+        f"free space, then keep them ({hint}) or delete that file and rerun"
+    )
+
+
+def _move_into_place(kept: Path, out: Path, append: bool, n: int) -> None:
+    """``kept`` (the collected episodes, flushed) becomes ``out`` (renamed over it) or, with ``append``, is
+    added to its end, which is cut back to where it was if the disk refuses part of it."""
+    with kept.open("rb") as fh:
+        os.fsync(fh.fileno())
+    if not (append and out.exists()):
+        os.replace(kept, out)
+        return
+    start = out.stat().st_size
+    try:
+        with out.open("ab") as dst, kept.open("rb") as src:
+            shutil.copyfileobj(src, dst)
+            dst.flush()
+            os.fsync(dst.fileno())
+    except OSError as exc:
+        os.truncate(out, start)
+        raise _write_failed(out, kept, exc, f"while appending the {n} episodes collected", True) from None
+    kept.unlink()
 
 
 def import_web_main(argv: list[str] | None = None) -> None:

@@ -34,9 +34,11 @@ class Interrupted(Exception):
     ``interrupted: <message>`` (what was stopped and how to resume) and exits with ``code``
     (128 + the signal's number, as a shell reports a process killed by it), never 0."""
 
-    def __init__(self, message: str, code: int = 143):
+    def __init__(self, message: str, code: int = 143, signal_name: str = "SIGTERM", resumable: bool = True):
         super().__init__(message)
-        self.code = code
+        self.code, self.signal_name = code, signal_name
+        self.resumable = resumable
+        """Whether a rerun continues from a saved checkpoint (False: what was stopped starts again)."""
 
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -60,6 +62,7 @@ _CLASS_PATH = re.compile(r"class_path '([\w.]+)'")
 _NOT_ACCEPTED = re.compile(r"Option '(\w+)' is not accepted")
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)", re.IGNORECASE)
 _NO_KEY = re.compile(r'Key "([\w.]+)" is not expected|No action for key "([\w.]+)"')
+_GROUP_OPTION = re.compile(r"Group '([\w.]+)' does not accept option '([\w.]+)'")  # a YAML's unknown key
 
 
 def _raised_by_package(exc: BaseException) -> bool:
@@ -120,6 +123,7 @@ def did_you_mean(message: str, known: Iterable[str] = ()) -> list[str]:
             hints.append(f"'{bad}': did you mean {' or '.join(repr(c) for c in close)}?")
     known = list(known)
     bad_keys = [a or b for a, b in _NO_KEY.findall(message)]
+    bad_keys += [f"{group}.{key}" for group, key in _GROUP_OPTION.findall(message)]
     for m in _UNRECOGNIZED.findall(message):
         bad_keys += [tok.split("=")[0].lstrip("-") for tok in m.split() if tok.startswith("--")]
     for bad in bad_keys:

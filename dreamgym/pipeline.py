@@ -56,6 +56,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dreamgym.checkpoint_io import check_export_dir
 from dreamgym.modeling.judge import JUDGE_DIR
 from dreamgym.provenance import write_result
 from dreamgym.stages import (
@@ -149,7 +150,12 @@ def warm_episodes_path(cfg: PipelineConfig) -> Path:
 def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None) -> Prepared:
     """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
     held-out evaluation, then the reward judge's purchases and fit where ``judge_config`` asks; each
-    skipped when its output exists. With a ``budget``, its fit stages get their ``max_time`` from it."""
+    skipped when its output exists. With a ``budget``, its fit stages get their ``max_time`` from it.
+
+    Raises:
+        ValueError: before any stage, when ``out_dir`` is a file or cannot be written (a read-only mount).
+    """
+    check_export_dir(cfg.out_dir, "--out_dir", "the pipeline's outputs")
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     d = cfg.out_dir
     train = stage(

@@ -32,6 +32,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryFileError",
     "TrajectoryWriter",
+    "TrajectoryWriteError",
     "read_trajectories",
     "write_trajectories",
     "save_trajectories",
@@ -282,8 +283,19 @@ def iter_transitions(trajectories: Iterable[Trajectory]) -> Iterator[Transition]
         yield from traj.transitions
 
 
+class TrajectoryWriteError(OSError):
+    """Writing trajectories failed (a full disk, a quota): ``path`` holds its earlier lines and the
+    ``written`` whole ones this writer added before, never a cut line."""
+
+    def __init__(self, path: Path, written: int, cause: OSError):
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.path, self.written = path, written
+
+
 class TrajectoryWriter:
-    """Append-only JSONL writer; each trajectory is one flushed line.
+    """Append-only JSONL writer; each :meth:`write` (one trajectory) or :meth:`write_many` (a chunk) is
+    flushed whole or not at all: when the disk refuses part of it, the file is cut back to where the
+    chunk began and :class:`TrajectoryWriteError` says how many this writer did write.
 
     Example:
         >>> with TrajectoryWriter("data.jsonl") as w:  # doctest: +SKIP
@@ -298,10 +310,26 @@ class TrajectoryWriter:
         self.count = 0
 
     def write(self, traj: Trajectory) -> None:
-        Trajectory.from_dict(traj.to_dict(), where=f"writing to {self.path}")  # never write bad data
-        self._f.write(json.dumps(traj.to_dict(), ensure_ascii=False) + "\n")
-        self._f.flush()
-        self.count += 1
+        self.write_many([traj])
+
+    def write_many(self, trajs: list[Trajectory]) -> None:
+        """Append ``trajs`` as one chunk: all their lines, or (on a write error) none of them."""
+        for t in trajs:
+            Trajectory.from_dict(t.to_dict(), where=f"writing to {self.path}")  # never write bad data
+        text = "".join(json.dumps(t.to_dict(), ensure_ascii=False) + "\n" for t in trajs)
+        start = self.path.stat().st_size  # every earlier chunk was flushed
+        try:
+            self._f.write(text)
+            self._f.flush()
+        except OSError as exc:
+            try:  # the buffered rest may be written (or refused again) on close; cut back after it
+                self._f.close()
+            except OSError:
+                pass
+            os.truncate(self.path, start)
+            self._f = self.path.open("a", encoding="utf-8")
+            raise TrajectoryWriteError(self.path, self.count, exc) from exc
+        self.count += len(trajs)
 
     def close(self) -> None:
         self._f.close()

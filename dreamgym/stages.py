@@ -9,9 +9,12 @@ stages and records their wall time. :class:`PipelineConfig` says what they run (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -356,12 +359,22 @@ class StageClock:
         t0, wall0 = time.perf_counter(), time.time()
         print(f"[{self.tag}] stage {name} ...", flush=True)
         try:
-            out = fn(*args)
-        except Interrupted as exc:
+            with _sigterm_interrupts():  # a fit stage's trainer handles SIGTERM itself while it runs
+                out = fn(*args)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                exc = Interrupted("stopped by SIGINT", 130, "SIGINT", resumable=False)
+            then = (
+                "resumes from its last saved checkpoint"
+                if exc.resumable
+                else "starts again (it saved no checkpoint to resume from)"
+            )
             raise Interrupted(
-                f"[{self.tag}] stage {name} stopped by a signal; rerun the same command: finished stages are "
-                "skipped and this one resumes from its last saved checkpoint",
+                f"[{self.tag}] stage {name} stopped by a signal ({exc.signal_name}); rerun the same command: "
+                f"finished stages are skipped and this one {then}",
                 exc.code,
+                exc.signal_name,
+                exc.resumable,
             ) from None
         took = round(time.perf_counter() - t0, 1)
         old = isinstance(out, Path) and out.exists() and out.stat().st_mtime < wall0
@@ -381,6 +394,26 @@ class StageClock:
             write_result(self.record, self._ran)
         print(f"[{self.tag}] stage {name} done in {took} s -> {out}", flush=True)
         return out
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """While inside: SIGTERM raises :class:`~dreamgym.errors.Interrupted` (not resumable) instead of
+    killing the process with no word (the main thread only; the previous handler comes back after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if signal.getsignal(signal.SIGTERM) is not handler:
+            return  # called by a trainer's handler (which chains to it): the trainer stops the fit itself
+        raise Interrupted("stopped by SIGTERM", 128 + signum, "SIGTERM", resumable=False)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def count_transitions(path: Path) -> int:

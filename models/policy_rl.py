@@ -39,7 +39,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import OptimizerCallable
 
-from dreamgym.checkpoint_io import check_export_dir, export_atomically
+from dreamgym.checkpoint_io import RL_STATE_KEY, check_export_dir, export_atomically
 from dreamgym.curriculum import RewardVarianceCurriculum
 from dreamgym.envs.factory import EnvFactory
 from dreamgym.modeling.factory import LanguageModel, export_model
@@ -104,6 +104,9 @@ class PolicyRL(L.LightningModule):
         overwrite: replace an existing export (by default a folder holding files is refused before
             training, so an earlier model is never lost by a repeated command).
     """
+
+    checkpoint_state_key = RL_STATE_KEY
+    """Its checkpoints keep the schedule, replay buffers and RNG there (another fit's cannot resume it)."""
 
     def __init__(
         self,
@@ -460,10 +463,10 @@ class PolicyRL(L.LightningModule):
         state["rng"] = (
             rng_state()
         )  # sampling continues where it was: a resumed run equals an uninterrupted one
-        checkpoint["dreamgym_rl"] = state
+        checkpoint[RL_STATE_KEY] = state
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        state = checkpoint.get("dreamgym_rl")
+        state = checkpoint.get(RL_STATE_KEY)
         if state is None:
             return
         self.schedule.load_state_dict(state["schedule"])

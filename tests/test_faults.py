@@ -165,7 +165,8 @@ def test_a_signal_stops_a_fit_with_a_non_zero_exit_and_how_to_resume(
     stage = StageClock()
     with pytest.raises(Exception) as info:
         stage("rl", fit_stage, str(config), sig, out, "model.init_args.save_dir")
-    assert "stage rl stopped by a signal; rerun the same command" in str(info.value)
+    assert f"stage rl stopped by a signal ({name.split()[0]}); rerun the same command" in str(info.value)
+    assert "resumes from its last saved checkpoint" in str(info.value)  # this config saves checkpoints
     assert getattr(info.value, "code", None) == code and not out.exists()
 
 
