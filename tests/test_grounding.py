@@ -302,3 +302,21 @@ def test_a_grounded_dreamgym_fit_steps_the_real_env_only_in_its_audit(
     m = trainer.callback_metrics
     assert float(m["data/audit_transitions"]) > 0 and float(m["data/real_transitions"]) == 0
     assert built and built[0].valid_steps > 0 and "sim/record_share" in m
+
+
+def test_an_ending_the_model_writes_where_webshop_never_ends_is_void(episodes):
+    """The model ends a search with a paid done page: WebShop ends only at a purchase, so the step is void."""
+
+    class EndsAnywhere(_Scripted):
+        def predict(self, queries):
+            return [ParsedOutcome(True, "[page] done\n[score] 1.0", 1.0, True, 1.0) for _ in queries]
+
+    traj = episodes[0]
+    first = traj.transitions[0]
+    task = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
+    env = SyntheticEnv(EndsAnywhere(_buffer(episodes)), [task], "webshop", batch_size=[1], ground=True)
+    td = env.reset()
+    td["action"] = ["search[words no agent typed zzz]"]
+    td = env.step(td)["next"]
+    assert bool(td["done"]) and bool(td["sim_error"]) and float(td["reward"]) == 0.0
+    assert env.health()["void_endings"] == 1.0

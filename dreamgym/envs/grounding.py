@@ -19,7 +19,9 @@ or reward function; written-back synthetic steps are skipped) and answers one st
 
 A step the record cannot answer is written by the model (or, with ``unrecorded="nearest"``, read from
 the nearest recorded step), and :meth:`Grounding.constrain` then rewrites what was written so that it
-names only recorded entities (WebShop: each results line becomes a recorded product with a recorded page).
+names only recorded entities (WebShop: each results line becomes a recorded product with a recorded page);
+a written ending of a step the real env never ends at (:meth:`Grounding.can_end`: WebShop ends only at a
+purchase) is void as well.
 
 :class:`PathFreeGrounding` is the default for every env: the imitated env's
 :meth:`~dreamgym.envs.base.TextEnvBase.path_free` rule over recorded steps of the same task.
@@ -88,6 +90,11 @@ class Grounding:
         """The record's answer to taking ``action`` after ``actions`` (the episode's, oldest first), whose
         states were ``states`` (``s_0`` first, the current state last); None: the record cannot answer."""
         raise NotImplementedError
+
+    def can_end(self, states: Sequence[str], action: str) -> bool | None:
+        """Whether the real env can end the episode at ``action`` taken in ``states[-1]`` (False: a written
+        ending of this step is one the real env never shows); None: the env's rule is not known here."""
+        return None
 
     def constrain(self, states: Sequence[str], action: str, next_state: str) -> tuple[str, int]:
         """``next_state`` written for ``action`` (by the model, or read from a neighbour) rewritten to name

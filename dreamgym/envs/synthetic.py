@@ -30,7 +30,8 @@ plus curriculum tasks added with :meth:`add_tasks`). Step:
   game; WebShop: the results page of the same query, a recorded product's page, an option click) instead
   of calling the model; a WebShop purchase of a recorded product the record has not paid is paid by the
   model (or judge) on the real item page; an ending on an entity the record lacks pays nothing and is
-  marked ``sim_error`` (left out of RL's updates). What the model writes is then constrained to recorded
+  marked ``sim_error`` (left out of RL's updates), as is an ending the model writes where the real env
+  never ends (WebShop: anything but a purchase). What the model writes is then constrained to recorded
   entities (WebShop: every results line a recorded product). ``unrecorded="nearest"`` answers the steps
   the record lacks from the nearest recorded real step (top-1 retrieval) instead of the model: the
   retrieval-only ablation. With ``write_back`` a grounded step is written back as any other
@@ -407,7 +408,8 @@ class SyntheticEnv(TextEnvBase):
         return step
 
     def _void(self, slot: int, action: str, ans: Answer) -> TextStep:
-        """An ending on an entity the record lacks: pays nothing, ends, ``sim_error`` (never written back)."""
+        """An ending on an entity the record lacks, or one the real env never shows at this step: pays nothing,
+        ends, ``sim_error`` (never written back)."""
         self._history[slot].append(action)
         self._states[slot].append(ans.next_state)
         self.void_endings += 1
@@ -456,6 +458,11 @@ class SyntheticEnv(TextEnvBase):
             self.model_paid += 1
             next_state, done = self._grounding.with_score(ans.next_state, score), True
         elif self._grounding is not None:
+            if (
+                done and self._grounding.can_end(states, action) is False
+            ):  # an ending the real env never shows
+                self._history[slot].pop()
+                return self._void(slot, action, Answer("void", next_state, done=True))
             next_state, changed = self._grounding.constrain(states, action, next_state)
             self.projected += changed
         self.cuts += bool(pred.cut)

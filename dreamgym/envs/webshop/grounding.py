@@ -255,6 +255,10 @@ class WebShopGrounding(Grounding):
         lines = next_state.split("\n")
         return "\n".join(f"[score] {score:.4f}" if ln.startswith("[score] ") else ln for ln in lines)
 
+    def can_end(self, states: Sequence[str], action: str) -> bool:
+        """WebShop ends an episode only at ``click[buy now]`` on an item page."""
+        return bool(states) and page_of(states[-1])[:1] == ("item",) and action.strip() == "click[buy now]"
+
     # ------------------------------------------------------------------ constraining
     def constrain(self, states: Sequence[str], action: str, next_state: str) -> tuple[str, int]:
         """A written next state of a step that shows a results page (a search, ``next >`` / ``< prev`` on
