@@ -210,9 +210,46 @@ def record_check(args) -> dict:
     }
 
 
+TABLE = [  # (column, key in a mode's record, format)
+    ("episodes", "episodes_n", "{:.0f}"),
+    ("steps/s", "steps_per_s", "{:.2f}"),
+    ("model calls", "model_calls", "{:.0f}"),
+    ("record share", "health.record_share", "{:.2f}"),
+    ("void endings", "health.void_endings", "{:.0f}"),
+    ("states as real", "state_exact", "{:.3f}"),
+    ("ended (syn / real)", "metrics.audit_ended_synthetic|metrics.audit_ended_real", "{:.2f}"),
+    ("success precision / recall", "metrics.audit_success_precision|metrics.audit_success_recall", "{:.2f}"),
+    ("score (syn / real)", "metrics.audit_score_synthetic|metrics.audit_score_real", "{:.2f}"),
+    ("purchases", "purchases", "{:.0f}"),
+    ("of real products", "purchase_real_product", "{:.2f}"),
+    ("purchase precision / recall", "purchase_success_precision|purchase_success_recall", "{:.2f}"),
+    ("purchase score (syn / real)", "purchase_score_synthetic|purchase_score_real", "{:.2f}"),
+]
+
+
+def _get(record: dict, key: str):
+    for part in key.split("."):
+        record = record.get(part) if isinstance(record, dict) else None
+    return record
+
+
+def report(paths: list[str]) -> str:
+    """A markdown table of every mode in the result files ``paths`` (one row per file and mode)."""
+    head = "| file: mode | " + " | ".join(c for c, _, _ in TABLE) + " |"
+    rows = [head, "|" + "---|" * (len(TABLE) + 1)]
+    for path in paths:
+        for name, rec in json.loads(Path(path).read_text())["modes"].items():
+            cells = []
+            for _, key, fmt in TABLE:
+                vals = [_get(rec, k) for k in key.split("|")]
+                cells.append(" / ".join("n/a" if v is None else fmt.format(v) for v in vals))
+            rows.append(f"| {Path(path).stem}: {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--experience", required=True, help="an exported experience model (with buffer/)")
+    ap.add_argument("--experience", help="an exported experience model (with buffer/)")
     ap.add_argument("--policy", help="an exported policy (sampling, as in RL)")
     ap.add_argument("--agent", help="a scripted WebShop agent instead of --policy (e.g. non_oracle)")
     ap.add_argument("--rl-config", default="configs/webshop_grpo.yaml", help="the collector's config")
@@ -225,10 +262,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--probe", help="real trajectories (JSONL) to check the grounding against the real env")
     ap.add_argument("--probe-episodes", type=int, default=60)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="the result file (JSON)")
+    ap.add_argument("--report", nargs="+", help="print the table of these result files and exit")
     args = ap.parse_args(argv)
-    if bool(args.policy) == bool(args.agent):
-        ap.error("give exactly one of --policy DIR and --agent NAME")
+    if args.report:
+        print(report(args.report))
+        return
+    if not args.out:
+        ap.error("--out is required (or --report FILE ...)")
+    if not args.experience or bool(args.policy) == bool(args.agent):
+        ap.error("give --experience DIR and exactly one of --policy DIR and --agent NAME")
     path = Path(args.out)
     out: dict = json.loads(path.read_text()) if path.exists() else {"modes": {}}  # a later run adds its modes
     runs = out.setdefault("runs", [])
