@@ -119,7 +119,7 @@ def purchase_metrics(purchases: list[dict]) -> dict:
     tp = sum(p["synthetic_score"] >= 1.0 and p["real_score"] >= 1.0 for p in real)
     fp = sum(p["synthetic_score"] >= 1.0 and p["real_score"] < 1.0 for p in real)
     fn = sum(p["synthetic_score"] < 1.0 and p["real_score"] >= 1.0 for p in real)
-    prec, rec = success_precision_recall(tp, fp, fn)
+    prec, rec = success_precision_recall(tp, fp, fn) if real else (None, None)
     return {
         "purchases": len(purchases),
         "purchase_real_product": len(real) / max(len(purchases), 1),
@@ -234,11 +234,16 @@ def _get(record: dict, key: str):
 
 
 def report(paths: list[str]) -> str:
-    """A markdown table of every mode in the result files ``paths`` (one row per file and mode)."""
+    """A markdown table of every mode in the result files ``paths`` (one row per file and mode; the purchase
+    figures recomputed from the episodes' rows)."""
     head = "| file: mode | " + " | ".join(c for c, _, _ in TABLE) + " |"
     rows = [head, "|" + "---|" * (len(TABLE) + 1)]
     for path in paths:
         for name, rec in json.loads(Path(path).read_text())["modes"].items():
+            rec = {
+                **rec,
+                **purchase_metrics([e["purchase"] for e in rec["episodes"] if e["purchase"] is not None]),
+            }
             cells = []
             for _, key, fmt in TABLE:
                 vals = [_get(rec, k) for k in key.split("|")]
