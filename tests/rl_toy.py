@@ -53,3 +53,28 @@ def make_toy_tokenizer(path) -> str:
     tok = train_tokenizer(toy_corpus(), vocab_size=300)
     tok.save_pretrained(path)
     return str(path)
+
+
+def audited_fit(policy, schedule, tmp_path):
+    """GRPO of ``policy`` on ``schedule`` for the reward-audit tests: 2 tasks x 2 episodes per iteration, an
+    audit of 3 episodes every synthetic iteration, a tiny collector, no logger or checkpoints. Returns the
+    module and the trainer's ``callback_metrics``."""
+    import lightning as L
+    import torch
+
+    from datamodules.rollouts import RolloutDataModule
+    from dreamgym.rl.audit import RewardAudit
+    from dreamgym.rl.collector import RolloutCollector
+    from models.policy_rl import PolicyRL
+
+    module = PolicyRL(
+        policy=policy, schedule=schedule, audit=RewardAudit(every=1, episodes=3),
+        optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2, minibatches=1,
+        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True, max_arg_tokens=4),
+    )  # fmt: skip
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_steps=-1, default_root_dir=str(tmp_path), logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(module, RolloutDataModule(eval_tasks=1))
+    return module, trainer.callback_metrics

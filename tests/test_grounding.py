@@ -248,16 +248,12 @@ def test_a_grounded_dreamgym_fit_steps_the_real_env_only_in_its_audit(
 ):
     """GRPO in a grounded synthetic env (a scripted experience model over the offline data's buffer):
     WebShopEnv's step raises unless the reward audit is replaying, and the audit does replay."""
-    import lightning as L
-    import torch
+    from rl_toy import audited_fit
 
-    from datamodules.rollouts import RolloutDataModule
     from dreamgym.envs.factory import EnvFactory
     from dreamgym.envs.synthetic import tasks_from_trajectories
     from dreamgym.rl.audit import RewardAudit
-    from dreamgym.rl.collector import RolloutCollector
     from dreamgym.rl.schedules import SyntheticSchedule
-    from models.policy_rl import PolicyRL
 
     inside = {"audit": False}
     real_act, real_audit = WebShopEnv._act, RewardAudit.__call__
@@ -288,18 +284,8 @@ def test_a_grounded_dreamgym_fit_steps_the_real_env_only_in_its_audit(
             )
             return built[-1]
 
-    module = PolicyRL(
-        policy=tiny_lm, schedule=SyntheticSchedule(Grounded("synthetic", batch_size=4, max_steps=4), iterations=2),
-        audit=RewardAudit(every=1, episodes=3), optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2,
-        group_size=2, minibatches=1,
-        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True, max_arg_tokens=4),
-    )  # fmt: skip
-    trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_steps=-1, default_root_dir=str(tmp_path), logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
-    )  # fmt: skip
-    trainer.fit(module, RolloutDataModule(eval_tasks=1))
-    m = trainer.callback_metrics
+    schedule = SyntheticSchedule(Grounded("synthetic", batch_size=4, max_steps=4), iterations=2)
+    _, m = audited_fit(tiny_lm, schedule, tmp_path)
     assert float(m["data/audit_transitions"]) > 0 and float(m["data/real_transitions"]) == 0
     assert built and built[0].valid_steps > 0 and "sim/record_share" in m
 

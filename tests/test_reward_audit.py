@@ -4,6 +4,7 @@ one scores 1, tasks that are not real are skipped, and a fit logs it without tra
 import lightning as L
 import pytest
 import torch
+from rl_toy import audited_fit
 
 from datamodules.rollouts import RolloutDataModule
 from dreamgym.envs.episodes import Episode
@@ -168,17 +169,7 @@ class _SyntheticFactory(EnvFactory):
 
 def test_fit_logs_the_audit_and_never_trains_on_it(tiny_lm, webshop_offline, tmp_path):
     schedule = SyntheticSchedule(_SyntheticFactory(tasks_from_trajectories([webshop_offline])), iterations=2)
-    module = PolicyRL(
-        policy=tiny_lm, schedule=schedule, audit=RewardAudit(every=1, episodes=3),
-        optimizer=lambda p: torch.optim.AdamW(p, lr=1e-3), tasks_per_batch=2, group_size=2, minibatches=1,
-        collector=RolloutCollector(max_new_tokens=12, max_prompt_tokens=256, constrained=True, max_arg_tokens=4),
-    )  # fmt: skip
-    trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_steps=-1, default_root_dir=str(tmp_path), logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
-    )  # fmt: skip
-    trainer.fit(module, RolloutDataModule(eval_tasks=1))
-    m = trainer.callback_metrics
+    module, m = audited_fit(tiny_lm, schedule, tmp_path)
     # every synthetic episode is a "success" at its first step (a search); none is one in the real env
     assert float(m["sim/audit_success_precision"]) == 0.0 and float(m["sim/audit_reward_acc"]) == 0.0
     assert float(m["sim/audit_success_recall"]) == 1.0 and float(m["sim/audit_episodes"]) == 3
