@@ -51,6 +51,7 @@ from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.envs.webshop.grounding import chosen_options, page_of
 from dreamgym.fidelity import success_precision_recall
 from dreamgym.provenance import result_meta, write_result
+from dreamgym.retrieval.buffer import ReplayBuffer
 from dreamgym.rl.audit import audit_episodes
 from dreamgym.schema import read_trajectories
 
@@ -173,8 +174,7 @@ def record_check(args) -> dict:
     """The grounding, built from the experience model's buffer, against the real env on ``--probe``."""
     from dreamgym.envs.webshop import WebShopEnv
 
-    env = SyntheticEnv.from_checkpoint(args.experience, real_env="webshop", batch_size=[1], ground=True)
-    grounding = WebShopEnv.grounding().sync(env.experience.buffer)
+    grounding = WebShopEnv.grounding().sync(ReplayBuffer.load(Path(args.experience) / "buffer"))
     real = WebShopEnv(batch_size=[1], split="test", max_steps=args.max_steps)
     kinds: dict[str, int] = {}
     wrong, steps = [], 0

@@ -342,8 +342,8 @@ class SyntheticEnv(TextEnvBase):
             else:
                 calls.append((slot, action, ans))
         if calls and self.ground and self.unrecorded == "nearest":
-            for slot, action, ans in calls:
-                out[slot] = self._nearest(slot, action, ans)
+            for (slot, action, ans), pred in zip(calls, self._nearest(calls), strict=True):
+                out[slot] = self._outcome(slot, action, None, pred, ans)
         elif calls:
             queries = [
                 ExperienceQuery(
@@ -421,21 +421,30 @@ class SyntheticEnv(TextEnvBase):
             info={"error": "ending on an unrecorded entity"},
         )
 
-    def _nearest(self, slot: int, action: str, ans: Answer | None) -> TextStep:
-        """``unrecorded="nearest"``: the step answered by the nearest recorded real step (top-1 of the
-        buffer's retrieval among real transitions), its next state constrained to recorded entities."""
-        state = self.current(slot).observation
-        hits = self.experience.buffer.search([state], [action], k=16, exclude="none")[0]
-        real = next((t for t in hits if t.source != "synthetic"), None)
-        if real is None:
-            return self._outcome(slot, action, None, None, ans)
-        pred = ParsedOutcome(True, real.next_state, float(real.reward), bool(real.done), float(real.score))
-        return self._outcome(slot, action, None, pred, ans)
+    def _nearest(self, calls: list[tuple[int, str, Answer | None]]) -> list[ParsedOutcome | None]:
+        """``unrecorded="nearest"``: each call's outcome read from its nearest recorded real step (top-1
+        among real transitions of one batched retrieval); None where none was found."""
+        states = [self.current(slot).observation for slot, _, _ in calls]
+        hits = self.experience.buffer.search(states, [a for _, a, _ in calls], k=16, exclude="none")
+        out: list[ParsedOutcome | None] = []
+        for row in hits:
+            real = next((t for t in row if t.source != "synthetic"), None)
+            out.append(
+                None
+                if real is None
+                else ParsedOutcome(
+                    True, real.next_state, float(real.reward), bool(real.done), float(real.score)
+                )
+            )
+        return out
 
     def _outcome(
         self, slot: int, action: str, q: ExperienceQuery | None, pred, ans: Answer | None = None
     ) -> TextStep:
         states = list(self._states[slot])
+        if pred is not None and pred.ok and ans is None and self._grounding is not None and pred.done:
+            if self._grounding.can_end(states, action) is False:  # an ending the real env never shows
+                return self._void(slot, action, Answer("void", pred.next_state, done=True))
         self._history[slot].append(action)
         if pred is None or not pred.ok:
             self.sim_errors += 1
@@ -458,11 +467,6 @@ class SyntheticEnv(TextEnvBase):
             self.model_paid += 1
             next_state, done = self._grounding.with_score(ans.next_state, score), True
         elif self._grounding is not None:
-            if (
-                done and self._grounding.can_end(states, action) is False
-            ):  # an ending the real env never shows
-                self._history[slot].pop()
-                return self._void(slot, action, Answer("void", next_state, done=True))
             next_state, changed = self._grounding.constrain(states, action, next_state)
             self.projected += changed
         self.cuts += bool(pred.cut)
