@@ -210,6 +210,43 @@ def record_check(args) -> dict:
     }
 
 
+def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
+    """Why paths leave the record: per mode of ``out``, the share of the policy's searches that repeat a
+    recorded query; per real episode file (e.g. the warm start's held-out episodes), that share and the
+    share of each real page-1 product that the products the closest recorded queries listed hold
+    (:meth:`~dreamgym.envs.webshop.grounding.WebShopGrounding.similar_products`, what a written results
+    page is rewritten onto)."""
+    from dreamgym.envs.webshop import WebShopEnv
+
+    g = WebShopEnv.grounding().sync(ReplayBuffer.load(Path(experience) / "buffer"))
+
+    def recorded(query: str) -> bool:
+        return (" ".join(query.lower().split(" ")), 1) in g.results
+
+    res: dict = {"modes": {}, "files": {}}
+    for name, rec in out.get("modes", {}).items():
+        qs = [
+            a[len("search[") : -1] for e in rec["episodes"] for a in e["actions"] if a.startswith("search[")
+        ]
+        res["modes"][name] = {"searches": len(qs), "recorded_query": sum(map(recorded, qs)) / max(len(qs), 1)}
+    for path in episode_files:
+        n = hit = cover = 0
+        for traj in read_trajectories(path):
+            for t in traj.transitions:
+                page = page_of(t.next_state)
+                if t.action.startswith("search[") and page[:1] == ("results",):
+                    real = [ln.split(" | ")[0][len("[product] ") :] for ln in t.next_state.split("\n")
+                            if ln.startswith("[product] ")]  # fmt: skip
+                    n, hit = n + 1, hit + recorded(page[1])
+                    cover += len(set(real) & set(g.similar_products(page[1]))) / max(len(real), 1)
+        res["files"][path] = {
+            "searches": n,
+            "recorded_query": hit / max(n, 1),
+            "pool_covers_real": cover / max(n, 1),
+        }
+    return res
+
+
 TABLE = [  # (column, key in a mode's record, format)
     ("episodes", "episodes_n", "{:.0f}"),
     ("steps/s", "steps_per_s", "{:.2f}"),
@@ -269,12 +306,26 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--probe-episodes", type=int, default=60)
     ap.add_argument("--out", help="the result file (JSON)")
     ap.add_argument("--report", nargs="+", help="print the table of these result files and exit")
+    ap.add_argument(
+        "--query-check",
+        nargs="*",
+        metavar="EPISODES",
+        help="add the query check (query_check) of --out's modes and these real episode files to --out",
+    )
     args = ap.parse_args(argv)
     if args.report:
         print(report(args.report))
         return
     if not args.out:
         ap.error("--out is required (or --report FILE ...)")
+    if args.query_check is not None:
+        path = Path(args.out)
+        out = json.loads(path.read_text())
+        out["query_check"] = {**query_check(args.experience, out, args.query_check),
+                              **result_meta("scripts/closed_loop_fidelity.py", argv)}  # fmt: skip
+        print(json.dumps({k: v for k, v in out["query_check"].items()}, indent=1))
+        write_result(path, out, indent=1)
+        return
     if not args.experience or bool(args.policy) == bool(args.agent):
         ap.error("give --experience DIR and exactly one of --policy DIR and --agent NAME")
     path = Path(args.out)
