@@ -48,7 +48,7 @@ import numpy as np
 from dreamgym.envs.episodes import Episode, run_episodes
 from dreamgym.envs.replay import replay_actions
 from dreamgym.envs.synthetic import SyntheticEnv
-from dreamgym.envs.webshop.grounding import chosen_options, page_of
+from dreamgym.envs.webshop.grounding import SEARCH_PAGE, chosen_options, page_of
 from dreamgym.fidelity import success_precision_recall
 from dreamgym.provenance import result_meta, write_result
 from dreamgym.retrieval.buffer import ReplayBuffer
@@ -59,6 +59,8 @@ MODES = {
     "ungrounded": {},
     "grounded": {"ground": True},
     "nearest": {"ground": True, "unrecorded": "nearest"},
+    "search": {"ground": True, "unrecorded": "search"},
+    "search_judge": {"ground": True, "unrecorded": "search", "reward": "judge"},
     "grounded_judge": {"ground": True, "reward": "judge"},
     "ungrounded_judge": {"reward": "judge"},
 }
@@ -215,7 +217,10 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
     recorded query; per real episode file (e.g. the warm start's held-out episodes), that share and the
     share of each real page-1 product that the products the closest recorded queries listed hold
     (:meth:`~dreamgym.envs.webshop.grounding.WebShopGrounding.similar_products`, what a written results
-    page is rewritten onto)."""
+    page is rewritten onto), and how the record's own search (``unrecorded="search"``:
+    :meth:`~dreamgym.envs.webshop.grounding.WebShopGrounding.search`) agrees with the real page: the share
+    of each real page-1 product it lists on page 1 (``search_covers_real``) and the share of searches whose
+    composed page is the real page exactly (``search_page_exact``)."""
     from dreamgym.envs.webshop import WebShopEnv
 
     g = WebShopEnv.grounding().sync(ReplayBuffer.load(Path(experience) / "buffer"))
@@ -230,7 +235,7 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
         ]
         res["modes"][name] = {"searches": len(qs), "recorded_query": sum(map(recorded, qs)) / max(len(qs), 1)}
     for path in episode_files:
-        n = hit = cover = 0
+        n = hit = cover = covered = exact = 0
         for traj in read_trajectories(path):
             for t in traj.transitions:
                 page = page_of(t.next_state)
@@ -239,10 +244,18 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
                             if ln.startswith("[product] ")]  # fmt: skip
                     n, hit = n + 1, hit + recorded(page[1])
                     cover += len(set(real) & set(g.similar_products(page[1]))) / max(len(real), 1)
+                    composed = g.compose([SEARCH_PAGE], t.action)
+                    mine = [] if composed is None else [
+                        ln.split(" | ")[0][len("[product] ") :] for ln in composed.next_state.split("\n")
+                        if ln.startswith("[product] ")]  # fmt: skip
+                    covered += len(set(real) & set(mine)) / max(len(real), 1)
+                    exact += composed is not None and composed.next_state == t.next_state
         res["files"][path] = {
             "searches": n,
             "recorded_query": hit / max(n, 1),
             "pool_covers_real": cover / max(n, 1),
+            "search_covers_real": covered / max(n, 1),
+            "search_page_exact": exact / max(n, 1),
         }
     return res
 

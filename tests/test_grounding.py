@@ -306,3 +306,60 @@ def test_an_ending_the_model_writes_where_webshop_never_ends_is_void(episodes):
     td = env.step(td)["next"]
     assert bool(td["done"]) and bool(td["sim_error"]) and float(td["reward"]) == 0.0
     assert env.health()["void_endings"] == 1.0
+
+
+def test_search_mode_composes_new_queries_results_from_recorded_products_without_the_model(episodes):
+    """``unrecorded="search"``: a query the record never saw gets a results page in WebShop's format,
+    ranked by the record's own search, every line a recorded product; ``next >`` pages on; no model call."""
+    buf = _buffer(episodes)
+    g = WebShopGrounding().sync(buf)
+    asin, line = next((a, ln) for a, ln in g.products.items() if a in g.items)
+    title = line.split(" | ")[1]
+    query = f"{title.lower()} zzqq"
+    assert (query, 1) not in g.results and g.search(query)[0] == asin
+    traj = episodes[0]
+    first = traj.transitions[0]
+    task = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
+    model = _Scripted(buf)
+    env = SyntheticEnv(model, [task], "webshop", batch_size=[1], ground=True, unrecorded="search")
+    td = env.reset()
+    td["action"] = [f"search[{query}]"]
+    td = env.step(td)["next"]
+    page = as_text_list(td["observation"])[0]
+    hits = g.search(query)
+    assert page.split("\n")[:3] == [
+        f"[page] results | query: {query} | page 1 | total results: {len(hits)}",
+        "[button] back to search",
+        "[button] next >",
+    ]
+    lines = [ln for ln in page.split("\n") if ln.startswith("[product] ")]
+    assert lines == [g.products[a] for a in hits[:10]] and lines[0] == line
+    assert f"click[{asin}]" in as_text_list(td["available_actions"])[0]
+    td["action"] = ["click[next >]"]
+    td = env.step(td)["next"]
+    page2 = as_text_list(td["observation"])[0]
+    assert (
+        page2.split("\n")[0].endswith(f"page 2 | total results: {len(hits)}") and "[button] < prev" in page2
+    )
+    assert [ln for ln in page2.split("\n") if ln.startswith("[product] ")] == [
+        g.products[a] for a in hits[10:20]
+    ]
+    assert model.calls == [] and env.health()["record_share"] == 1.0
+
+
+def test_the_records_search_lists_most_of_what_the_real_search_lists(episodes):
+    """The record's stand-in for the search engine, on the expert's queries (unrecorded: the record is the
+    other agents' episodes): most products of each real page 1 are on the composed page 1."""
+    record = [t for t in episodes if t.policy != "expert"]
+    g = WebShopGrounding().sync(_buffer(record))
+    shared = total = 0
+    for traj in episodes:
+        if traj.policy != "expert":
+            continue
+        for t in traj.transitions:
+            if t.action.startswith("search[") and (page_of(t.next_state)[1], 1) not in g.results:
+                real = [ln for ln in t.next_state.split("\n") if ln.startswith("[product] ")]
+                ans = g.compose([t.state], t.action)
+                mine = [ln for ln in ans.next_state.split("\n") if ln.startswith("[product] ")]
+                shared, total = shared + len(set(real) & set(mine)), total + len(real)
+    assert total >= 50 and shared / total >= 0.6, (shared, total)

@@ -18,7 +18,8 @@ or reward function; written-back synthetic steps are skipped) and answers one st
   model wrote): it pays nothing, and the env marks it ``sim_error`` so RL leaves it out of its updates.
 
 A step the record cannot answer is written by the model (or, with ``unrecorded="nearest"``, read from
-the nearest recorded step), and :meth:`Grounding.constrain` then rewrites what was written so that it
+the nearest recorded step; with ``unrecorded="search"``, composed by :meth:`Grounding.compose` where the
+env has a rule for it, else written by the model), and :meth:`Grounding.constrain` then rewrites what was written so that it
 names only recorded entities (WebShop: each results line becomes a recorded product with a recorded page);
 a written ending of a step the real env never ends at (:meth:`Grounding.can_end`: WebShop ends only at a
 purchase) is void as well.
@@ -94,6 +95,13 @@ class Grounding:
     def can_end(self, states: Sequence[str], action: str) -> bool | None:
         """Whether the real env can end the episode at ``action`` taken in ``states[-1]`` (False: a written
         ending of this step is one the real env never shows); None: the env's rule is not known here."""
+        return None
+
+    def compose(self, states: Sequence[str], action: str) -> Answer | None:
+        """A step the record does not hold, composed from recorded entities by the env's own rule instead
+        of written by the model (``unrecorded="search"``; WebShop: a results page of a query the record
+        never saw, ranked by a search over what the record shows of each product); None: no such rule,
+        the model writes it. Default: None."""
         return None
 
     def constrain(self, states: Sequence[str], action: str, next_state: str) -> tuple[str, int]:

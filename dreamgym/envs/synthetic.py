@@ -34,7 +34,9 @@ plus curriculum tasks added with :meth:`add_tasks`). Step:
   never ends (WebShop: anything but a purchase). What the model writes is then constrained to recorded
   entities (WebShop: every results line a recorded product). ``unrecorded="nearest"`` answers the steps
   the record lacks from the nearest recorded real step (top-1 retrieval) instead of the model: the
-  retrieval-only ablation. With ``write_back`` a grounded step is written back as any other
+  retrieval-only ablation. ``unrecorded="search"`` composes what the env has a rule for from recorded
+  entities (:meth:`~dreamgym.envs.grounding.Grounding.compose`; WebShop: the results page of a new query,
+  ranked by BM25 over what the record shows of each product) and calls the model for the rest. With ``write_back`` a grounded step is written back as any other
   (``source="synthetic"``); the grounding never reads those.
 
 The model is frozen (``requires_grad_(False)``, eval mode). With ``write_back=True`` every synthetic
@@ -72,7 +74,7 @@ from dreamgym.schema import Transition, is_success, read_trajectories
 
 __all__ = ["SyntheticEnv", "SyntheticTask", "tasks_from_trajectories", "UNRECORDED_MODES"]
 
-UNRECORDED_MODES = ("model", "nearest")
+UNRECORDED_MODES = ("model", "nearest", "search")
 
 
 @dataclass
@@ -127,7 +129,9 @@ class SyntheticEnv(TextEnvBase):
         ground: answer steps from the record first, and constrain what the model writes to recorded
             entities (module docstring; needs the experience model's buffer).
         unrecorded: with ``ground``, what answers a step the record cannot: ``"model"`` (the experience
-            model) or ``"nearest"`` (the nearest recorded real step: the retrieval-only ablation).
+            model), ``"nearest"`` (the nearest recorded real step: the retrieval-only ablation) or
+            ``"search"`` (the env's rule over recorded entities where it has one, WebShop's results pages
+            ranked by a search over the record's products; the model for the rest).
     """
 
     env_name = "synthetic"
@@ -335,6 +339,8 @@ class SyntheticEnv(TextEnvBase):
                 continue
             self.valid_steps += 1
             ans = self._answer(slot, action)
+            if ans is None and self._grounding is not None and self.unrecorded == "search":
+                ans = self._grounding.compose(self._states[slot], action)
             if ans is not None and ans.kind in ("read", "composed"):
                 out[slot] = self._replayed(slot, action, ans)
             elif ans is not None and ans.kind == "void":

@@ -33,6 +33,11 @@ model wrote, one of the products the record's results pages showed for the recor
 words to this one (analysed as the search engine analyses text: stems, no stop words), so every click
 leads to a recorded page, every purchase is of a recorded product, and the products listed are those real
 searches for similar words listed.
+
+With ``unrecorded="search"`` (:meth:`WebShopGrounding.compose`) the model does not write such a page at
+all: it is composed as WebShop renders one, ranked by :meth:`WebShopGrounding.search`, BM25 with the real
+engine's analysis over what the record shows of each product (title, attributes, option values, recorded
+description and first feature bullet), the record's stand-in for the search engine it never reads.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from collections.abc import Sequence
 
 from dreamgym.envs.grounding import Answer, Grounding
 from dreamgym.envs.webshop.pages import SELECTED, SUB_PAGES, parse_action
-from dreamgym.envs.webshop.search import PRODUCT_WINDOW, analyze
+from dreamgym.envs.webshop.search import PRODUCT_WINDOW, SEARCH_RETURN_N, BM25Index, analyze
 from dreamgym.schema import Transition
 
 __all__ = ["WebShopGrounding", "page_of", "strip_selection", "select_option", "done_page", "chosen_options"]
@@ -164,6 +169,7 @@ class WebShopGrounding(Grounding):
         self.products: dict[str, str] = {}  # asin -> its results line, "[product] asin | title | price"
         self.purchases: dict[tuple[str, str, frozenset], Transition] = {}  # (task, asin, options) -> step
         self._titles: dict[str, set[str]] | None = None  # words of each groundable product's line, lazily
+        self._search: BM25Index | None = None  # the record's search index (:meth:`search`), lazily
         self.query_words: dict[str, frozenset[str]] = {}  # recorded query -> its analysed words
 
     def _page(self, state: str) -> None:
@@ -177,13 +183,15 @@ class WebShopGrounding(Grounding):
                     asin = line[len("[product] ") :].split(" | ", 1)[0].strip()
                     if asin not in self.products:
                         self.products[asin] = line
-                        self._titles = None
+                        self._titles = self._search = None
         elif page[:1] == ("item",):
             if page[1] not in self.items:
                 self.items[page[1]] = strip_selection(state)
-                self._titles = None
+                self._titles = self._search = None
         elif len(page) == 2 and page[0] in SUB_PAGES:
-            self.subs.setdefault((page[0], page[1]), state)
+            if (page[0], page[1]) not in self.subs:
+                self.subs[(page[0], page[1])] = state
+                self._search = None
 
     def _index(self, t: Transition) -> None:
         self._page(t.state)
@@ -258,6 +266,55 @@ class WebShopGrounding(Grounding):
     def can_end(self, states: Sequence[str], action: str) -> bool:
         """WebShop ends an episode only at ``click[buy now]`` on an item page."""
         return bool(states) and page_of(states[-1])[:1] == ("item",) and action.strip() == "click[buy now]"
+
+    # ------------------------------------------------------------------ composing (unrecorded="search")
+    def record_document(self, asin: str) -> str:
+        """What the record shows of ``asin`` among the fields the real search indexes (title, description,
+        first feature bullet, option values; :func:`.search.product_document`), plus the item page's
+        attribute line: its results line's title, and where recorded its item page's attributes and
+        options, its description page's text and its features page's first bullet."""
+        parts = [self.products[asin].split(" | ")[1] if " | " in self.products.get(asin, "") else ""]
+        for line in self.items.get(asin, "").split("\n"):
+            if line.startswith("[option "):
+                name, values = _option_values(line)
+                parts.append(f"{name}: " + ", ".join(_unmark(v) for v in values))
+            elif line.startswith("[attributes] "):
+                parts.append(line[len("[attributes] ") :].replace(" ; ", " "))
+        for line in self.subs.get(("description", asin), "").split("\n"):
+            if line.startswith("[text] "):
+                parts.append(line[len("[text] ") :])
+        bullets = [
+            ln for ln in self.subs.get(("features", asin), "").split("\n") if ln.startswith("[bullet] ")
+        ]
+        parts += [bullets[0][len("[bullet] ") :]] if bullets else []
+        return " ".join(parts).lower()
+
+    def search(self, query: str) -> list[str]:
+        """The recorded products a search for ``query`` ranks first (at most 50, best first): BM25 with the
+        real engine's analysis and parameters over :meth:`record_document` of every product the record's
+        results pages listed (ties in record order). The record's stand-in for the real search engine."""
+        if self._search is None:
+            asins = list(self.products)
+            self._search = BM25Index(asins, [self.record_document(a) for a in asins])
+        return self._search.search(query, SEARCH_RETURN_N)
+
+    def compose(self, states: Sequence[str], action: str) -> Answer | None:
+        """A results page the record lacks (a search for a new query, ``next >`` / ``< prev`` to a page it
+        never showed), composed as WebShop renders one from :meth:`search`'s ranking of recorded products:
+        the header with the query, page and number of hits, and the page's ten recorded results lines.
+        None for any other step."""
+        target = self._results_target(states, action)
+        if target is None or target[1] < 1:
+            return None
+        query, num = target
+        hits = self.search(query)
+        head = [
+            f"[page] results | query: {query} | page {num} | total results: {len(hits)}",
+            "[button] back to search",
+        ]
+        head += ["[button] < prev"] if num > 1 else []
+        window = hits[(num - 1) * PRODUCT_WINDOW : num * PRODUCT_WINDOW]
+        return Answer("composed", "\n".join([*head, "[button] next >", *(self.products[a] for a in window)]))
 
     # ------------------------------------------------------------------ constraining
     def constrain(self, states: Sequence[str], action: str, next_state: str) -> tuple[str, int]:

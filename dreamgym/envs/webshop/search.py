@@ -23,6 +23,7 @@ from dreamgym.envs.webshop.catalog import Catalog, Product
 __all__ = [
     "SEARCH_RETURN_N",
     "PRODUCT_WINDOW",
+    "BM25Index",
     "SearchEngine",
     "analyze",
     "product_document",
@@ -53,8 +54,34 @@ def product_document(p: Product) -> str:
     return f"{p.title} {p.description} {first_bullet} {option_text}".lower()
 
 
+class BM25Index:
+    """BM25 (Lucene variant) over ``texts`` analysed as the engine analyses them (:func:`analyze`).
+
+    Args:
+        ids: one id per text (what :meth:`search` returns).
+        texts: the documents, in ``ids`` order (ties rank in this order).
+        k1, b: BM25 parameters (Anserini defaults).
+    """
+
+    def __init__(self, ids: list[str], texts: list[str], k1: float = 0.9, b: float = 0.4):
+        self.ids = list(ids)
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
+        corpus = [analyze(t) or ["__empty__"] for t in texts]
+        self._bm25.index(corpus, show_progress=False)
+        self._vocab = {t for doc in corpus for t in doc}  # unknown query tokens cannot score
+
+    def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[str]:
+        """Ids of the top ``k`` documents with a positive score for the bag-of-words ``keywords``, best first."""
+        tokens = [t for t in analyze(keywords) if t in self._vocab]
+        if not tokens or not self.ids:
+            return []
+        scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [self.ids[i] for i in order if scores[i] > 0]
+
+
 class SearchEngine:
-    """BM25 over a catalog's products.
+    """BM25 over a catalog's products (:class:`BM25Index` of :func:`product_document`).
 
     Args:
         catalog: the loaded catalog.
@@ -64,10 +91,7 @@ class SearchEngine:
     def __init__(self, catalog: Catalog, k1: float = 0.9, b: float = 0.4):
         self.asins = list(catalog.products)
         self._products = catalog.products
-        self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
-        corpus = [analyze(product_document(p)) or ["__empty__"] for p in catalog.products.values()]
-        self._bm25.index(corpus, show_progress=False)
-        self._vocab = {t for doc in corpus for t in doc}  # unknown query tokens cannot score
+        self._index = BM25Index(self.asins, [product_document(p) for p in catalog.products.values()], k1, b)
 
     def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[str]:
         """ASINs of the top ``k`` products for ``keywords``, best first.
@@ -83,12 +107,7 @@ class SearchEngine:
             want = " ".join(words[1:]).strip()
             field = "category" if words[0] == "<c>" else "query"
             return [a for a in self.asins if getattr(self._products[a], field) == want][:k]
-        tokens = [t for t in analyze(keywords) if t in self._vocab]
-        if not tokens:
-            return []
-        scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float64)
-        order = np.argsort(-scores, kind="stable")[:k]
-        return [self.asins[i] for i in order if scores[i] > 0]
+        return self._index.search(keywords, k)
 
 
 def get_search_engine(catalog: Catalog) -> SearchEngine:
