@@ -4,7 +4,7 @@ On glibc, tensors of many different sizes (variable-length batches, rollouts of 
 the process heap fragmented: memory that PyTorch has freed stays resident. An ALFWorld real-env GRPO
 arm grew to 9.4 GB over 8 iterations that way. ``malloc_trim(0)`` returns the free pages, at a cost of
 a few milliseconds; a fixed ``M_MMAP_THRESHOLD`` (``MALLOC_MMAP_THRESHOLD_``) bounds the growth too but
-costs far more system time (BENCHMARKS.md, "Memory of long CPU runs").
+costs far more system time (docs/history.md, "Memory of long CPU runs").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 The `small` preset's shape (4 layers, 256 wide, vocabulary 4096) trains on random token batches of 8 x
 150-1,000 tokens with AdamW; it prints the resident set every 50 steps, and at the end with the process's
 user and system CPU seconds and its peak. Linux + glibc only (reads ``/proc``, calls ``libc.so.6``).
-BENCHMARKS.md ("Memory of long CPU runs") quotes it; `dreamgym.memory.ReleaseFreeHeap` is the outcome.
+docs/history.md ("Memory of long CPU runs") quotes it; `dreamgym.memory.ReleaseFreeHeap` is the outcome.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class ReplayBuffer:
         dtype: usearch storage type.
         bucket_radius: 0 indexes every vector in one usearch graph (:class:`VectorIndex`); > 0 groups
             near-duplicates into buckets (:class:`BucketIndex`, this cosine radius), which keeps recall at
-            a million transitions (BENCHMARKS.md, "Costs the suite's cost model rests on").
+            a million transitions (BENCHMARKS.md, "Retrieval").
         probe: buckets scored per query (``bucket_radius > 0``).
     """
 
