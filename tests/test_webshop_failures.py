@@ -1,0 +1,31 @@
+"""scripts/webshop_failures.py: every held-out episode gets one failure kind, scored by the real reward's terms."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dreamgym.collect import collect_trajectories
+from dreamgym.envs.webshop import WebShopEnv
+from tests.script_loader import load_script
+
+failures = load_script("webshop_failures")
+
+
+def test_the_expert_solves_a_truncated_episode_buys_nothing_and_a_wrong_option_is_named():
+    env = WebShopEnv(split="test")
+    expert = collect_trajectories("webshop", "test", 6, 0, seed=1, teacher=False)
+    out = failures.breakdown(env, expert)
+    assert out["episodes"] == 6 and out["kinds"]["solved"] == 1.0 and out["target_listed"] == 1.0
+    cut = dataclasses.replace(expert[0], transitions=expert[0].transitions[:-1])  # never reached buy now
+    assert failures.classify(env, cut)[0] == "no_purchase"
+    traj = next(t for t in expert if "| options: none" not in t.transitions[-1].next_state)
+    last = traj.transitions[-1]
+    head, _, _ = last.next_state.partition(" | options: ")
+    rest = last.next_state.split("\n", 3)[3]  # the [score] line
+    wrong = dataclasses.replace(last, next_state=f"{head} | options: size: zzz\n{rest}")
+    kind, missed, listed = failures.classify(
+        env, dataclasses.replace(traj, transitions=[*traj.transitions[:-1], wrong])
+    )
+    assert kind == "options" and missed == ["options"] and listed
+    random = collect_trajectories("webshop", "test", 0, 8, seed=1, teacher=False)
+    assert abs(sum(failures.breakdown(env, random)["kinds"].values()) - 1.0) < 1e-9
