@@ -2,12 +2,13 @@
 
 The GRPO loop below is TorchRL only (TransformersWrapper, LLMCollector, ReplayBuffer + MCAdvantage,
 GRPOLoss); the one dreamgym call is ``make_chat_env``, which wraps the env. It is the snippet of
-docs/torchrl.md.
+docs/torchrl.md, which ``test_docs_grpo_loop_runs_and_stops`` runs as written.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from dreamgym.interop.torchrl_llm import _history  # noqa: E402
 
 G = 2  # GRPO group size: trajectories per task
 MAX_STEPS = 3
+DOCS = Path(__file__).parents[1] / "docs" / "torchrl.md"
 
 
 @pytest.fixture(scope="module")
@@ -218,3 +220,64 @@ def test_torchrl_grpo_advantage_moves_the_policy(tokenizer):
     out.loss_objective.backward()
     assert math.isfinite(out.loss_objective.item())
     assert sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None) > 0
+
+
+def _docs_loop() -> str:
+    """The GRPO loop of docs/torchrl.md as written (its one python block that builds an LLMCollector)."""
+    blocks = [
+        b for b in re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.S) if "LLMCollector(" in b
+    ]
+    assert len(blocks) == 1, (
+        f"docs/torchrl.md has {len(blocks)} python blocks with an LLMCollector, expected 1"
+    )
+    return blocks[0]
+
+
+def _run_docs_loop(monkeypatch, model, tokenizer, max_turns: int):
+    """Runs the docs loop on ``model`` and ``tokenizer`` (the two names it leaves to the reader).
+
+    Returns the loop's namespace and the actions the dreamgym env received (the parsed replies). Fails
+    once the env has taken ``max_turns`` steps, so a loop without a stop condition fails instead of
+    running forever.
+    """
+    import dreamgym.envs
+
+    actions = []
+    real_make_env = dreamgym.envs.make_env
+
+    def make_env(*args, **kwargs):
+        env = real_make_env(*args, **kwargs)
+        act = env._act_slots
+
+        def spy(slots, acts):
+            if len(actions) >= max_turns:
+                raise AssertionError(f"the docs loop did not stop within {max_turns} env steps")
+            actions.extend(acts)
+            return act(slots, acts)
+
+        env._act_slots = spy
+        return env
+
+    monkeypatch.setattr(dreamgym.envs, "make_env", make_env)
+    ns = {"model": model, "tokenizer": tokenizer}
+    exec(compile(_docs_loop(), str(DOCS), "exec"), ns)  # the documented code, as written
+    return ns, actions
+
+
+def _weights(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+
+def _moved(before: dict[str, torch.Tensor], model) -> bool:
+    return any(not torch.equal(before[k], v) for k, v in model.named_parameters())
+
+
+def test_docs_grpo_loop_runs_and_stops(tokenizer, monkeypatch):
+    torch.manual_seed(0)
+    model = _tiny_llm(tokenizer)
+    before = _weights(model)
+    ns, actions = _run_docs_loop(monkeypatch, model, tokenizer, max_turns=40)
+    turns = ns["UPDATES"] * ns["G"] * ns["MAX_STEPS"]
+    assert len(actions) == turns  # random replies never buy: every episode is MAX_STEPS turns
+    assert len(ns["losses"]) == ns["UPDATES"] and all(math.isfinite(x) for x in ns["losses"])
+    assert _moved(before, model), "no weight changed in the docs loop"
