@@ -7,10 +7,12 @@ docs/torchrl.md, which ``test_docs_grpo_loop_runs_and_stops`` runs as written.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ pytest.importorskip("torchrl.envs.llm")
 transformers = pytest.importorskip("transformers")
 
 from rl_toy import LetterEnv, make_toy_tokenizer  # noqa: E402
-from tensordict import lazy_stack  # noqa: E402
+from tensordict import TensorDict, lazy_stack  # noqa: E402
 from torchrl.collectors.llm import LLMCollector  # noqa: E402
 from torchrl.data import LazyStackStorage, ReplayBuffer  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
@@ -146,6 +148,56 @@ def test_partial_reset_is_refused_with_the_fix():
     td = _with_replies(td, [f"say {letter}", ""])
     with pytest.raises(RuntimeError, match=r"batch_size=\[1\]"):  # slot 0 succeeds, slot 1 plays on
         env.step_and_maybe_reset(td)
+
+
+def test_empty_replies_are_counted_and_warned_once():
+    env = make_chat_env(make_env("webshop", batch_size=[1], split="train", max_steps=MAX_STEPS))
+    check_env_specs(env)  # its random actions carry no policy text: not counted
+    assert (env.transform.replies, env.transform.empty_replies) == (0, 0)
+    for reply, response in [
+        ("search[red shoes]", "search[red shoes]<|eos|>"),
+        ("", "<|eos|>"),
+        ("", "<|eos|>"),
+    ]:
+        td = _with_replies(env.reset(), [reply])
+        prompt = "<|user|>...<|assistant|>"
+        td["text"] = TensorDict(
+            prompt=[prompt], response=[response], full=[prompt + response], batch_size=[1]
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env.step(td)
+        said = [str(w.message) for w in caught if "DreamGymChatTransform" in str(w.message)]
+        if env.transform.empty_replies == 1:  # the first empty reply: one line
+            assert len(said) == 1 and "empty" in said[0] and "\n" not in said[0], said
+        else:
+            assert not said, said
+    assert (env.transform.replies, env.transform.empty_replies) == (3, 2)
+
+
+def test_reply_cut_by_a_pad_token_the_template_writes_is_refused_with_the_fix(tokenizer):
+    """SmolLM2's layout on the tiny model: the pad token is the template's end-of-turn ``<|im_end|>``.
+    TorchRL 0.14's TransformersWrapper drops it from the text it generates, so it parses the reply back
+    as '' (an invalid no-op on every step); the adapter says so and names the fix."""
+    torch.manual_seed(0)
+    tok = copy.deepcopy(tokenizer)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tok.pad_token = "<|im_end|>"
+    env = make_chat_env(make_env("webshop", batch_size=[1], split="train", max_steps=MAX_STEPS))
+    policy = TransformersWrapper(
+        _tiny_llm(tok), tokenizer=tok, input_mode="history", chat_template_name="chatml_format",
+        generate=True, generate_kwargs=dict(max_new_tokens=8, do_sample=True),
+    )  # fmt: skip
+    td = policy(env.reset())
+    assert td["history", "full"].content[0][-1] == "" and td["tokens", "response"].numel() == 8  # cut
+    with pytest.raises(RuntimeError, match=r"pad_token_id.*tokenizer\.pad_token = '<\|endoftext\|>'"):
+        env.step(td)
+
+    tok.pad_token = tok.eos_token  # the fix: a pad token the template never writes
+    td = policy(env.reset())
+    reply = td["history", "full"].content[0][-1]
+    assert reply and td["text", "response"][0].startswith(reply)
+    assert env.step(td)["next", "history", "prompt"].content[0][-2] == reply
 
 
 def _grpo_step(model, scorer, loss_fn, rows):
