@@ -212,6 +212,11 @@ def record_check(args) -> dict:
     }
 
 
+def _listed(page: str) -> list[str]:
+    """The ASINs a results page lists, in order."""
+    return [ln.split(" | ")[0][len("[product] ") :] for ln in page.split("\n") if ln.startswith("[product] ")]
+
+
 def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
     """Why paths leave the record: per mode of ``out``, the share of the policy's searches that repeat a
     recorded query; per real episode file (e.g. the warm start's held-out episodes), that share and the
@@ -240,14 +245,11 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
             for t in traj.transitions:
                 page = page_of(t.next_state)
                 if t.action.startswith("search[") and page[:1] == ("results",):
-                    real = [ln.split(" | ")[0][len("[product] ") :] for ln in t.next_state.split("\n")
-                            if ln.startswith("[product] ")]  # fmt: skip
+                    real = _listed(t.next_state)
                     n, hit = n + 1, hit + recorded(page[1])
                     cover += len(set(real) & set(g.similar_products(page[1]))) / max(len(real), 1)
                     composed = g.compose([SEARCH_PAGE], t.action)
-                    mine = [] if composed is None else [
-                        ln.split(" | ")[0][len("[product] ") :] for ln in composed.next_state.split("\n")
-                        if ln.startswith("[product] ")]  # fmt: skip
+                    mine = [] if composed is None else _listed(composed.next_state)
                     covered += len(set(real) & set(mine)) / max(len(real), 1)
                     exact += composed is not None and composed.next_state == t.next_state
         res["files"][path] = {

@@ -339,8 +339,6 @@ class SyntheticEnv(TextEnvBase):
                 continue
             self.valid_steps += 1
             ans = self._answer(slot, action)
-            if ans is None and self._grounding is not None and self.unrecorded == "search":
-                ans = self._grounding.compose(self._states[slot], action)
             if ans is not None and ans.kind in ("read", "composed"):
                 out[slot] = self._replayed(slot, action, ans)
             elif ans is not None and ans.kind == "void":
@@ -388,13 +386,17 @@ class SyntheticEnv(TextEnvBase):
             return [None] * len(queries)
 
     def _answer(self, slot: int, action: str) -> Answer | None:
-        """With ``ground``: the record's answer to this slot's ``action`` (:mod:`dreamgym.envs.grounding`)."""
+        """With ``ground``: the record's answer to this slot's ``action`` (:mod:`dreamgym.envs.grounding`),
+        else, with ``unrecorded="search"``, the step composed from recorded entities where the env has a rule."""
         if self._grounding is None:
             return None
         self._grounding.sync(self.experience.buffer)
-        return self._grounding.answer(
+        ans = self._grounding.answer(
             self._task[slot].task_id, self._states[slot], self._history[slot], action
         )
+        if ans is None and self.unrecorded == "search":
+            ans = self._grounding.compose(self._states[slot], action)
+        return ans
 
     def _replayed(self, slot: int, action: str, ans: Answer) -> TextStep:
         """The record's answer ``ans`` as this slot's step (no model call; written back as any step)."""
