@@ -21,8 +21,8 @@ STAGES = ("fit", "validate", "test", "predict")
 EXTRA_COMMANDS: dict[str, str] = {
     "collect": "dreamgym.collect:main",
     "tokenizer": "dreamgym.modeling.tokenizer_cli:main",
-    "pipeline": "dreamgym.pipeline:main",
-    "benchmark": "dreamgym.benchmark.suite:main",
+    "pipeline": "dreamgym.lab.pipeline:main",
+    "benchmark": "dreamgym.lab.benchmark.suite:main",
     "serve": "dreamgym.serve.server:main",
     "import-web": "dreamgym.collect:import_web_main",
     "import-gguf": "dreamgym.modeling.gguf_import:main",

@@ -7,8 +7,8 @@ import math
 import pytest
 from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL_ARGS, pipeline_argv
 
-from dreamgym.benchmark.report import arm_summary, crossover_latency, paired, per_task, write_report
-from dreamgym.benchmark.suite import (
+from dreamgym.lab.benchmark.report import arm_summary, crossover_latency, paired, per_task, write_report
+from dreamgym.lab.benchmark.suite import (
     Arm,
     ExperienceVariant,
     SuiteConfig,
@@ -19,7 +19,7 @@ from dreamgym.benchmark.suite import (
     run_suite,
     uses_judge,
 )
-from dreamgym.pipeline import Prepared
+from dreamgym.lab.pipeline import Prepared
 from dreamgym.schema import read_trajectories
 
 
@@ -80,7 +80,7 @@ def test_an_ablation_variant_trains_on_the_shared_models_data(tmp_path):
     """Only its own args differ: the experience model's extra episodes (ALFWorld's near misses) included."""
     from types import SimpleNamespace
 
-    from dreamgym.benchmark.suite import _variant_model
+    from dreamgym.lab.benchmark.suite import _variant_model
 
     fits = []
 
@@ -320,7 +320,7 @@ def test_bundled_suite_config_parses(tmp_path):
 @pytest.mark.slow
 def test_quick_suite_runs_every_bundled_arm(tmp_path):
     """`python -m dreamgym benchmark --config configs/benchmark_webshop.yaml --quick true` (about a minute)."""
-    from dreamgym.benchmark.suite import main
+    from dreamgym.lab.benchmark.suite import main
 
     main(["--config", "configs/benchmark_webshop.yaml", "--quick", "true", f"--out_dir={tmp_path}/b"])
     runs = json.loads((tmp_path / "b_quick" / "suite_webshop.json").read_text())["runs"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dreamgym.plots import interrupted_spans, main_job_figure, scalar_series, wilson_interval
+from dreamgym.lab.plots import interrupted_spans, main_job_figure, scalar_series, wilson_interval
 
 
 def test_wilson_interval():

@@ -39,8 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the command line: LightningCLI over the wrappers (named by class_path, not imported)",
      ("dreamgym.cli", "dreamgym.__main__")),
     ("experiments: the pipeline, its stages, the benchmark suite and their reports",
-     ("dreamgym.stages", "dreamgym.pipeline", "dreamgym.summary", "dreamgym.plots",
-      "dreamgym.provenance", "dreamgym.benchmark")),
+     ("dreamgym.lab",)),
 ]  # fmt: skip
 """Lowest first, each with why it sits there; a module may import only its own layer or lower ones.
 This is the README's picture read bottom-up: records -> retrieval -> experience model -> envs ->

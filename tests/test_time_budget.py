@@ -3,8 +3,8 @@
 import pytest
 
 import dreamgym.cli
-from dreamgym.pipeline import parse_pipeline_config
-from dreamgym.stages import TimeBudget, _max_time_minutes, fit_stage
+from dreamgym.lab.pipeline import parse_pipeline_config
+from dreamgym.lab.stages import TimeBudget, _max_time_minutes, fit_stage
 
 
 def _at(budget: TimeBudget, minutes: float) -> float:

@@ -398,7 +398,7 @@ def expected_sections(cfg, results: dict) -> dict[tuple[Path, str], str]:
 
 
 def _host(host: dict) -> str:
-    """The machine of :func:`~dreamgym.provenance.host_fingerprint` in words."""
+    """The machine of :func:`~dreamgym.lab.provenance.host_fingerprint` in words."""
     return (
         f"{host.get('device', '?')} (bf16 matmuls: {host.get('matmul', '?')}, torch {host.get('torch', '?')})"
     )

@@ -26,7 +26,7 @@
 
 With ``dagger_tasks`` (off by default; configs/pipeline_alfworld.yaml), after stage 4, ``dagger_rounds``
 times: ``policy_dagger_train.jsonl`` (the warm start's greedy episodes on the next ``dagger_tasks`` train
-tasks of :func:`dreamgym.stages.train_task_order`, each state labelled by the scripted agent it clones)
+tasks of :func:`dreamgym.lab.stages.train_task_order`, each state labelled by the scripted agent it clones)
 and ``policy_dagger/`` (that warm start trained further on the offline data plus every round's labels;
 rounds after the first add ``2``, ``3``, ... to both names); the last is the warm start of every later
 stage.
@@ -57,9 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamgym.checkpoint_io import check_export_dir
-from dreamgym.modeling.judge import JUDGE_DIR
-from dreamgym.provenance import write_result
-from dreamgym.stages import (
+from dreamgym.lab.provenance import write_result
+from dreamgym.lab.stages import (
     PipelineConfig,
     StageClock,
     TimeBudget,
@@ -73,7 +72,8 @@ from dreamgym.stages import (
     stage_log_dir,
     tokenizer_stage,
 )
-from dreamgym.summary import held_out_comparison, print_summary
+from dreamgym.lab.summary import held_out_comparison, print_summary
+from dreamgym.modeling.judge import JUDGE_DIR
 
 __all__ = [
     "OFFLINE_ONLY_ARG",
@@ -329,7 +329,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "onpolicy_real_transitions": count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
     try:  # the figure is a convenience: a plotting failure must not lose the run's results
-        from dreamgym.plots import main_job_figure
+        from dreamgym.lab.plots import main_job_figure
 
         report["figure"] = str(main_job_figure(evals, n_eval, _rl_log_dir(cfg), d / "main_job.png"))
     except Exception as exc:  # noqa: BLE001
@@ -348,7 +348,7 @@ def _rl_yaml(rl_config: str | Path) -> dict:
 
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
-    """The TensorBoard directory of the RL stage (:func:`~dreamgym.stages.stage_log_dir`), None when
+    """The TensorBoard directory of the RL stage (:func:`~dreamgym.lab.stages.stage_log_dir`), None when
     ``rl_args`` switch the logger off."""
     for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
         if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):
