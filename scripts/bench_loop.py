@@ -240,7 +240,7 @@ def bench_sft(config: str, steps: int, overrides: list[str]) -> dict:
     """``steps`` optimiser steps of ``config``'s model on its train data, timed by part."""
     import torch
 
-    from dreamgym.cli import _lightning_cli
+    from dreamgym.lightning_cli import _lightning_cli
 
     cli = _lightning_cli(["--config", config, *overrides], run=False)
     module, dm = cli.model, cli.datamodule

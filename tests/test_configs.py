@@ -15,8 +15,8 @@ import torch
 import yaml
 from rl_toy import make_toy_tokenizer
 
-from dreamgym.cli import _lightning_cli
 from dreamgym.config_files import BASE_KEY, load_config
+from dreamgym.lightning_cli import _lightning_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL_YAML = sorted(glob.glob(str(ROOT / "configs" / "**" / "*.yaml"), recursive=True))

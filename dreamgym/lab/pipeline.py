@@ -44,8 +44,9 @@ counted in the report. Stage 7 measures whether that grounding fixed the model's
 
 Each stage is skipped when its output exists (files are written under a temporary name and renamed,
 so a crash never leaves a half output that looks done). Stages 3, 4, 5 and 8 run through the same LightningCLI
-configs as by hand (``dreamgym.cli``), with paths pointed at ``out_dir``. Wall time per stage and the
-peak resident memory are written to ``pipeline_report.json`` and printed.
+configs as by hand (``python -m dreamgym fit``: :mod:`dreamgym.lightning_cli`), with paths pointed at
+``out_dir``. Wall time per stage and the peak resident memory are written to ``pipeline_report.json``
+and printed.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def fit_stage(
         if budget is not None:
             budget.skip(out.name)
         return out
-    from dreamgym.cli import main as cli_main
+    from dreamgym.lightning_cli import main as cli_main
 
     log_dir = stage_log_dir(out) if log_dir is None else log_dir
     logs = [
