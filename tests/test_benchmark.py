@@ -3,11 +3,19 @@ end to end (every arm kind runs, records hold what the report needs, a rerun fit
 
 import json
 import math
+import sys
 
 import pytest
 from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL_ARGS, pipeline_argv
 
-from dreamgym.lab.benchmark.report import arm_summary, crossover_latency, paired, per_task, write_report
+from dreamgym.lab.benchmark.report import (
+    arm_summary,
+    crossover_latency,
+    figure_paths,
+    paired,
+    per_task,
+    write_report,
+)
 from dreamgym.lab.benchmark.suite import (
     Arm,
     ExperienceVariant,
@@ -175,6 +183,22 @@ def test_figures_are_named_after_their_report(tmp_path):
         "suite_toy_rerun_curves.png",
         "suite_toy_rerun_success.png",
     ]
+
+
+def test_without_matplotlib_the_report_says_so_and_keeps_figures_drawn_before(tmp_path, monkeypatch, capsys):
+    cfg = _suite(tmp_path, arms=[Arm("warm_start")], report=str(tmp_path / "rep" / "suite_toy.md"))
+    results = {"shared": {"eval_tasks": 4}, "runs": {"warm_start/s0": _rec("warm_start", 0, "0100")}}
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as without the plots extra
+    text = write_report(cfg, results).read_text()
+    assert "(no figures: matplotlib is not installed (figures need the plots extra: pip install " in text
+    assert "[benchmark] no figures: matplotlib is not installed" in capsys.readouterr().out
+    for path in figure_paths(
+        cfg
+    ):  # drawn by an earlier run: a report regenerated without matplotlib links them
+        path.write_bytes(b"png")
+    text = write_report(cfg, results).read_text()
+    assert "(suite_toy_success.png)" in text and "no figures" not in text
+    assert "the existing ones are kept" in capsys.readouterr().out
 
 
 def test_suite_config_errors_name_the_field(tmp_path):

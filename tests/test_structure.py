@@ -68,6 +68,10 @@ that starts with one), each an import edge of that module."""
 FORBIDDEN_ROOTS = ("scripts", "tests", "benchmarks", "conftest")
 """What the library never imports: command-line tools, tests and their helpers, benchmark results."""
 
+OPTIONAL_IMPORTS = {"matplotlib": ("dreamgym.lab.plots",)}
+"""The package of an optional extra (``plots``) -> the only modules that import it, each inside a function
+(so the package imports and runs without it: ``tests/test_plots.py`` runs a ``fit`` where it is missing)."""
+
 
 def module_files(root: Path = ROOT) -> dict[str, tuple[Path, bool]]:
     """Dotted module name -> (file, is a package ``__init__``) for every module of :data:`PACKAGES`."""
@@ -325,6 +329,41 @@ def test_the_command_table_is_what_the_cli_runs():
     assert all(f"\n  {cmd} " in cli.USAGE for cmd in cli.COMMANDS)
 
 
+def optional_imports(root: Path = ROOT) -> list[str]:
+    """``"a:line imports x"`` for every import of a package of :data:`OPTIONAL_IMPORTS` outside its modules,
+    or at module level in one of them."""
+    bad = []
+    for module, (path, _) in sorted(module_files(root).items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        in_function = {
+            id(n)
+            for f in ast.walk(tree)
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+            for n in ast.walk(f)
+        }
+        for node in ast.walk(tree):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            for name in names:
+                allowed = OPTIONAL_IMPORTS.get(name.split(".")[0])
+                if allowed is not None and (module not in allowed or id(node) not in in_function):
+                    bad.append(f"{module}:{node.lineno} imports {name}")
+    return bad
+
+
+def test_optional_extras_are_imported_only_where_they_are_used():
+    bad = optional_imports()
+    assert not bad, (
+        f"an optional extra imported elsewhere than {OPTIONAL_IMPORTS} or at module level (the package must "
+        "import without it):\n" + "\n".join(bad)
+    )
+
+
 def test_no_sys_path_edits():
     bad = sys_path_edits()
     assert not bad, "sys.path edits (make it an importable package or a module of one):\n" + "\n".join(bad)
@@ -391,6 +430,24 @@ def test_the_lab_check_finds_an_import_and_a_module_string(tmp_path):
         "dreamgym.rl.x:2 imports dreamgym.lab.pipeline"
     ]
     assert cycles(edges) == []
+
+
+def test_the_optional_import_check_finds_a_stray_and_a_module_level_import(tmp_path):
+    files = {
+        "dreamgym/__init__.py": "",
+        "dreamgym/lab/__init__.py": "",
+        "dreamgym/lab/plots.py": "import matplotlib\ndef f():\n    import matplotlib.pyplot as plt\n",
+        "dreamgym/collect.py": "def g():\n    from matplotlib import pyplot\n",
+        "models/__init__.py": "",
+        "datamodules/__init__.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert optional_imports(tmp_path) == [
+        "dreamgym.collect:2 imports matplotlib",
+        "dreamgym.lab.plots:1 imports matplotlib",
+    ]
 
 
 @pytest.mark.parametrize("edit", [".append('x')", "[:0] = ['x']", " += ['x']"])

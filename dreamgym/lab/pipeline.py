@@ -329,10 +329,12 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
         "onpolicy_real_transitions": count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
-    try:  # the figure is a convenience: a plotting failure must not lose the run's results
-        from dreamgym.lab.plots import main_job_figure
+    from dreamgym.lab.plots import MatplotlibMissing, main_job_figure
 
+    try:  # the figure is a convenience: a plotting failure must not lose the run's results
         report["figure"] = str(main_job_figure(evals, n_eval, _rl_log_dir(cfg), d / "main_job.png"))
+    except MatplotlibMissing as exc:
+        print(f"[pipeline] no figure: {exc}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"[pipeline] no figure: {type(exc).__name__}: {exc}", flush=True)
     write_result(d / "pipeline_report.json", report, indent=2)
