@@ -139,7 +139,7 @@ def purchase_metrics(purchases: list[dict]) -> dict:
 def run_mode(name: str, args) -> dict:
     env = SyntheticEnv.from_checkpoint(
         args.experience, real_env="webshop", batch_size=[args.batch], max_steps=args.max_steps, seed=args.seed,
-        **{"reward": args.reward, **MODES[name]},
+        **{"reward": args.reward, **MODES[name]}, **({"judge": args.judge} if args.judge else {}),
     )  # fmt: skip
     real = env.make_real_env()
     tasks = [i for i, t in enumerate(env.tasks) if real.task_index_of(t.task_id) is not None][: args.tasks]
@@ -315,6 +315,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-steps", type=int, default=15)
     ap.add_argument("--reward", default="generated", choices=["generated", "judge"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--judge", help="a reward judge folder for the *_judge modes (default: the experience model's judge/)"
+    )
     ap.add_argument("--probe", help="real trajectories (JSONL) to check the grounding against the real env")
     ap.add_argument("--probe-episodes", type=int, default=60)
     ap.add_argument("--out", help="the result file (JSON)")

@@ -197,13 +197,18 @@ def test_a_purchase_on_a_page_the_model_wrote_pays_nothing(episodes):
     assert float(td["score"]) == 0.0 and env.health()["void_endings"] == 1.0
 
 
-def test_nearest_mode_answers_from_recorded_steps_without_the_model(episodes):
-    buf = _buffer(episodes)
+def _grounded_env(episodes, buf, unrecorded: str) -> tuple[_Scripted, SyntheticEnv]:
+    """A one-slot grounded env on the first episode's task over ``buf``, its model scripted (calls recorded)."""
     traj = episodes[0]
     first = traj.transitions[0]
     task = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
     model = _Scripted(buf)
-    env = SyntheticEnv(model, [task], "webshop", batch_size=[1], ground=True, unrecorded="nearest")
+    return model, SyntheticEnv(model, [task], "webshop", batch_size=[1], ground=True, unrecorded=unrecorded)
+
+
+def test_nearest_mode_answers_from_recorded_steps_without_the_model(episodes):
+    buf = _buffer(episodes)
+    model, env = _grounded_env(episodes, buf, "nearest")
     td = env.reset()
     td["action"] = ["search[zzz unseen words qqq]"]
     td = env.step(td)["next"]
@@ -317,11 +322,7 @@ def test_search_mode_composes_new_queries_results_from_recorded_products_without
     title = line.split(" | ")[1]
     query = f"{title.lower()} zzqq"
     assert (query, 1) not in g.results and g.search(query)[0] == asin
-    traj = episodes[0]
-    first = traj.transitions[0]
-    task = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
-    model = _Scripted(buf)
-    env = SyntheticEnv(model, [task], "webshop", batch_size=[1], ground=True, unrecorded="search")
+    model, env = _grounded_env(episodes, buf, "search")
     td = env.reset()
     td["action"] = [f"search[{query}]"]
     td = env.step(td)["next"]

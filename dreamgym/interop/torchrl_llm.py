@@ -27,6 +27,17 @@ instruction, the current state and the available actions, later turns the new st
 (an optional ``<think>...</think>`` block and ``Action:`` prefix dropped, first line kept); an empty reply
 is sent as is, and the env flags it ``invalid`` (a no-op step).
 
+Cut replies: TorchRL 0.14's ``TransformersWrapper`` drops every token equal to ``tokenizer.pad_token_id``
+from the sequence it generates (``_generate_from_tokens``: ``attention_mask_full_padded = tokens_full_padded
+!= pad_val``), and it sets ``pad_token = eos_token`` on a tokenizer that has none. When the pad token is
+one the chat template writes (SmolLM2 ships ``pad_token = "<|im_end|>"``, its end-of-turn mark), its
+``("text", "full")`` loses the prompt's end-of-turn marks, ``History.from_text`` finds no assistant turn in
+it and the reply reaches the env as ``''``, on every step. The adapter raises a one-line error naming the
+fix (a pad token the template never writes, e.g. ``tokenizer.pad_token = "<|endoftext|>"``) when a reply
+is empty and the policy's ``("text", "full")`` does not contain its ``("text", "prompt")``. Other empty
+replies from the policy are counted (:attr:`DreamGymChatTransform.replies`,
+:attr:`DreamGymChatTransform.empty_replies`) and the first one is warned about.
+
 GRPO groups: with ``group_repeats=G`` every drawn task goes to the next ``G`` slots that reset, so ``G``
 trajectories of one task share a ``task_id``; group them with ``MCAdvantage(grpo_size=G,
 prompt_key="task_id", trajectory_return="sum")``.
@@ -43,6 +54,9 @@ This module imports TorchRL's LLM stack; ``import dreamgym`` never imports it (s
 """
 
 from __future__ import annotations
+
+import os
+import warnings
 
 import numpy as np
 import torch
@@ -89,6 +103,11 @@ class DreamGymChatTransform(Transform):
         group_repeats: each drawn task goes to this many consecutive slot resets (GRPO group size).
         seed: seed of the adapter's task draws when ``group_repeats > 1`` (``None``: unseeded); with
             ``group_repeats=1`` the env draws its own tasks (``env.set_seed``).
+
+    Attributes:
+        replies: replies of the policy sent to the env so far (steps whose input carries the policy's
+            ``("text", "response")``; not the placeholders of ``check_env_specs``).
+        empty_replies: how many of them were ``''`` (each an invalid no-op step).
     """
 
     def __init__(
@@ -111,6 +130,8 @@ class DreamGymChatTransform(Transform):
         self._pending: list[int] = []  # task indices handed to the next slots that reset
         self._current: dict[int, int] = {}  # slot -> task index of its episode
         self._stepped: set[int] = set()  # slots whose episode has taken a step
+        self.replies = 0
+        self.empty_replies = 0
 
     # ---------------------------------------------------------------- specs
     def _base(self) -> TextEnvBase:
@@ -189,10 +210,48 @@ class DreamGymChatTransform(Transform):
 
     # ----------------------------------------------------------------- step
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Parses the assistant's reply (last message of ``("history", "full")``) into ``"action"``."""
+        """Parses the assistant's reply (last message of ``("history", "full")``) into ``"action"``.
+
+        Raises:
+            RuntimeError: if a reply is empty and the policy's ``("text", "full")`` does not contain its
+                ``("text", "prompt")`` (the wrapper dropped the pad-id tokens and cut the reply; see the
+                module docstring).
+        """
         replies = self._replies(tensordict)
+        self._check_policy_output(tensordict, replies)
         tensordict.set("action", [self.policy_format.parse(r).action for r in replies])
         return tensordict
+
+    def _check_policy_output(self, tensordict: TensorDictBase, replies: list[str]) -> None:
+        """Refuses replies that the wrapper cut; counts (and warns once about) empty ones."""
+        prompts = _texts_or_none(tensordict, ("text", "prompt"))
+        fulls = _texts_or_none(tensordict, ("text", "full"))
+        if prompts is not None and fulls is not None:
+            for slot, (prompt, full) in enumerate(zip(prompts, fulls, strict=True)):
+                if not replies[slot].strip() and prompt not in full:
+                    at = len(os.path.commonprefix([prompt, full]))
+                    raise RuntimeError(
+                        f"DreamGymChatTransform: the policy's ('text', 'full') of slot {slot} lost part of its "
+                        f"('text', 'prompt') (from {prompt[at : at + 16]!r} on), so its reply reached the env "
+                        f"as {replies[slot]!r}: TorchRL 0.14's TransformersWrapper drops every token equal to "
+                        "tokenizer.pad_token_id from what it generates, and the pad token is one the chat template "
+                        "writes (e.g. SmolLM2's <|im_end|>); set tokenizer.pad_token to a token the template never "
+                        "writes (e.g. tokenizer.pad_token = '<|endoftext|>') before building the wrapper"
+                    )
+        responses = _texts_or_none(tensordict, ("text", "response"))
+        if responses is None:  # not a policy's output (e.g. check_env_specs' random action)
+            return
+        self.replies += len(replies)
+        empty = [slot for slot, r in enumerate(replies) if not r.strip()]
+        if empty and not self.empty_replies:
+            warnings.warn(
+                f"DreamGymChatTransform: the policy's reply in slot {empty[0]} is empty (generated text "
+                f"{responses[empty[0]][:40]!r}); an empty reply is an invalid no-op step with no learning "
+                "signal (counted in env.transform.empty_replies, of env.transform.replies)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        self.empty_replies += len(empty)
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         """``next.history.prompt`` = ``history.prompt`` + [assistant: reply] + [user: next turn]."""
@@ -287,6 +346,15 @@ def _history_spec(shape: torch.Size, key: str) -> Composite:
     for field in ("tool_calls", "tool_responses"):
         del spec[key][field]
     return spec
+
+
+def _texts_or_none(td: TensorDictBase, key: tuple[str, str]) -> list[str] | None:
+    """One string per slot of the text entry ``key`` (``None`` if missing or not all strings)."""
+    value = td.get(key, None)
+    if value is None:
+        return None
+    texts = as_text_list(value)
+    return texts if all(isinstance(t, str) for t in texts) else None
 
 
 def _last(value):
