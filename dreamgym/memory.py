@@ -37,7 +37,7 @@ def release_free_heap() -> bool:
 class ReleaseFreeHeap(L.Callback):
     """Call :func:`release_free_heap` after a training batch (an RL iteration is one) once ``every_s``
     seconds have passed since the last release, and after each validation. Every fit through
-    ``python -m dreamgym`` has it (:mod:`dreamgym.cli`).
+    ``python -m dreamgym`` has it (:mod:`dreamgym.lightning_cli`).
 
     Args:
         every_s: least seconds between two releases after training batches (a trim costs milliseconds).

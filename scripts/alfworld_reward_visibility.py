@@ -27,7 +27,7 @@ from pathlib import Path
 
 from dreamgym.envs.alfworld.env import infer_available_actions
 from dreamgym.envs.alfworld.searcher import move_parts, object_kind, take_parts, transformation
-from dreamgym.provenance import result_meta
+from dreamgym.lab.provenance import result_meta
 from dreamgym.schema import read_trajectories
 
 

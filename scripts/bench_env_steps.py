@@ -21,7 +21,7 @@ from tensordict import TensorDict
 
 from dreamgym.envs import make_env
 from dreamgym.envs.base import as_text_list, text_stack
-from dreamgym.provenance import result_meta, write_result
+from dreamgym.lab.provenance import result_meta, write_result
 
 
 def steps_per_s(env, n_steps: int, seed: int) -> dict:

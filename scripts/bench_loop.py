@@ -51,7 +51,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from dreamgym.provenance import result_meta, write_result
+from dreamgym.lab.provenance import result_meta, write_result
 
 
 class PhaseTimer:
@@ -240,7 +240,7 @@ def bench_sft(config: str, steps: int, overrides: list[str]) -> dict:
     """``steps`` optimiser steps of ``config``'s model on its train data, timed by part."""
     import torch
 
-    from dreamgym.cli import _lightning_cli
+    from dreamgym.lightning_cli import _lightning_cli
 
     cli = _lightning_cli(["--config", config, *overrides], run=False)
     module, dm = cli.model, cli.datamodule

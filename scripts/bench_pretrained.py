@@ -33,9 +33,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
 
+from dreamgym.lab.provenance import report_result
 from dreamgym.modeling import LanguageModel
 from dreamgym.modeling.factory import LoRA
-from dreamgym.provenance import report_result
 
 TIMED_STEPS = 3
 

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from dreamgym.provenance import result_meta, write_result
+from dreamgym.lab.provenance import result_meta, write_result
 from dreamgym.retrieval import ReplayBuffer
 from dreamgym.retrieval.index import BucketIndex, VectorIndex, grow_vectors
 from dreamgym.schema import iter_transitions, read_trajectories

@@ -21,8 +21,8 @@ import time
 import torch
 
 from dreamgym.envs.factory import EnvFactory, SyntheticEnvFactory
+from dreamgym.lab.provenance import result_meta, write_result
 from dreamgym.modeling import LanguageModel
-from dreamgym.provenance import result_meta, write_result
 from dreamgym.rl.collector import collector_from_config
 
 

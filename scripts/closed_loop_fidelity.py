@@ -50,7 +50,7 @@ from dreamgym.envs.replay import replay_actions
 from dreamgym.envs.synthetic import SyntheticEnv
 from dreamgym.envs.webshop.grounding import SEARCH_PAGE, chosen_options, page_of
 from dreamgym.fidelity import success_precision_recall
-from dreamgym.provenance import result_meta, write_result
+from dreamgym.lab.provenance import result_meta, write_result
 from dreamgym.retrieval.buffer import ReplayBuffer
 from dreamgym.rl.audit import audit_episodes
 from dreamgym.schema import read_trajectories

@@ -25,7 +25,7 @@ import argparse
 from collections import Counter
 from collections.abc import Sequence
 
-from dreamgym.provenance import report_result
+from dreamgym.lab.provenance import report_result
 from dreamgym.schema import read_trajectories
 from dreamgym.stats import mcnemar_exact
 

@@ -38,9 +38,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from dreamgym.collect import collect_trajectories
 from dreamgym.fidelity import open_loop_eval, teacher_forced_eval
+from dreamgym.lab.provenance import result_meta, write_result
 from dreamgym.modeling.experience import ExperienceModel
 from dreamgym.observability import AUDITED_ENVS, audit
-from dreamgym.provenance import result_meta, write_result
 from dreamgym.schema import read_trajectories
 
 SCRIPTED = ("expert", "random", "non_oracle", "near_miss")

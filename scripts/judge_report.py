@@ -57,8 +57,8 @@ from datamodules.terminal_steps import terminal_examples
 from dreamgym.agents import register_agent
 from dreamgym.collect import collect_trajectories
 from dreamgym.fidelity import binary_metrics
+from dreamgym.lab.provenance import result_meta, write_result
 from dreamgym.modeling.judge import JUDGE_DIR, JUDGE_FILE, RewardJudge, judge_inputs
-from dreamgym.provenance import result_meta, write_result
 from dreamgym.schema import read_trajectories
 
 KINDS = ("wrong_option", "over_price", "too_early", "look_alike")

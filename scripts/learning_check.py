@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report(json.loads(Path(args.out).read_text())["runs"]))
         return 0
     argv = sys.argv[1:] if argv is None else argv
-    from dreamgym.provenance import result_meta, write_result
+    from dreamgym.lab.provenance import result_meta, write_result
 
     out = Path(args.out)
     rows = json.loads(out.read_text())["runs"] if out.exists() else []

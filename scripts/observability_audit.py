@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 
 from dreamgym.collect import collect_trajectories
+from dreamgym.lab.provenance import result_meta, write_result
 from dreamgym.observability import audit, format_report, webshop_choice_audit
-from dreamgym.provenance import result_meta, write_result
 from dreamgym.schema import read_trajectories
 
 SCRIPTED = {"expert": 1, "random": 2, "non_oracle": 1, "near_miss": 1}  # random buys in ~half its episodes

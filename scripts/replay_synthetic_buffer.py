@@ -47,7 +47,7 @@ import torch
 
 from dreamgym.envs.registry import make_env
 from dreamgym.envs.replay import replay_actions
-from dreamgym.provenance import result_meta, write_result
+from dreamgym.lab.provenance import result_meta, write_result
 
 CLASSES = ("real_win", "world", "judgement")
 

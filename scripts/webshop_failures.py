@@ -30,7 +30,7 @@ from collections import Counter
 from dreamgym.envs.webshop import WebShopEnv
 from dreamgym.envs.webshop.grounding import page_of
 from dreamgym.envs.webshop.reward import purchase_score
-from dreamgym.provenance import report_result
+from dreamgym.lab.provenance import report_result
 from dreamgym.schema import Trajectory, read_trajectories
 
 KINDS = ("solved", "no_purchase", "product_type", "attributes", "options", "price")

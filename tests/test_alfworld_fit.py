@@ -19,7 +19,7 @@ import torch
 
 pytest.importorskip("textworld")
 
-from dreamgym.cli import _lightning_cli  # noqa: E402
+from dreamgym.lightning_cli import _lightning_cli  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 GAMES = {"train": 3, "valid_seen": 2, "valid_unseen": 2}

@@ -3,12 +3,20 @@ end to end (every arm kind runs, records hold what the report needs, a rerun fit
 
 import json
 import math
+import sys
 
 import pytest
 from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL_ARGS, pipeline_argv
 
-from dreamgym.benchmark.report import arm_summary, crossover_latency, paired, per_task, write_report
-from dreamgym.benchmark.suite import (
+from dreamgym.lab.benchmark.report import (
+    arm_summary,
+    crossover_latency,
+    figure_paths,
+    paired,
+    per_task,
+    write_report,
+)
+from dreamgym.lab.benchmark.suite import (
     Arm,
     ExperienceVariant,
     SuiteConfig,
@@ -19,7 +27,7 @@ from dreamgym.benchmark.suite import (
     run_suite,
     uses_judge,
 )
-from dreamgym.pipeline import Prepared
+from dreamgym.lab.pipeline import Prepared
 from dreamgym.schema import read_trajectories
 
 
@@ -80,7 +88,7 @@ def test_an_ablation_variant_trains_on_the_shared_models_data(tmp_path):
     """Only its own args differ: the experience model's extra episodes (ALFWorld's near misses) included."""
     from types import SimpleNamespace
 
-    from dreamgym.benchmark.suite import _variant_model
+    from dreamgym.lab.benchmark.suite import _variant_model
 
     fits = []
 
@@ -175,6 +183,22 @@ def test_figures_are_named_after_their_report(tmp_path):
         "suite_toy_rerun_curves.png",
         "suite_toy_rerun_success.png",
     ]
+
+
+def test_without_matplotlib_the_report_says_so_and_keeps_figures_drawn_before(tmp_path, monkeypatch, capsys):
+    cfg = _suite(tmp_path, arms=[Arm("warm_start")], report=str(tmp_path / "rep" / "suite_toy.md"))
+    results = {"shared": {"eval_tasks": 4}, "runs": {"warm_start/s0": _rec("warm_start", 0, "0100")}}
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as without the plots extra
+    text = write_report(cfg, results).read_text()
+    assert "(no figures: matplotlib is not installed (figures need the plots extra: pip install " in text
+    assert "[benchmark] no figures: matplotlib is not installed" in capsys.readouterr().out
+    for path in figure_paths(
+        cfg
+    ):  # drawn by an earlier run: a report regenerated without matplotlib links them
+        path.write_bytes(b"png")
+    text = write_report(cfg, results).read_text()
+    assert "(suite_toy_success.png)" in text and "no figures" not in text
+    assert "the existing ones are kept" in capsys.readouterr().out
 
 
 def test_suite_config_errors_name_the_field(tmp_path):
@@ -320,7 +344,7 @@ def test_bundled_suite_config_parses(tmp_path):
 @pytest.mark.slow
 def test_quick_suite_runs_every_bundled_arm(tmp_path):
     """`python -m dreamgym benchmark --config configs/benchmark_webshop.yaml --quick true` (about a minute)."""
-    from dreamgym.benchmark.suite import main
+    from dreamgym.lab.benchmark.suite import main
 
     main(["--config", "configs/benchmark_webshop.yaml", "--quick", "true", f"--out_dir={tmp_path}/b"])
     runs = json.loads((tmp_path / "b_quick" / "suite_webshop.json").read_text())["runs"]

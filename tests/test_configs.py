@@ -15,8 +15,8 @@ import torch
 import yaml
 from rl_toy import make_toy_tokenizer
 
-from dreamgym.cli import _lightning_cli
 from dreamgym.config_files import BASE_KEY, load_config
+from dreamgym.lightning_cli import _lightning_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL_YAML = sorted(glob.glob(str(ROOT / "configs" / "**" / "*.yaml"), recursive=True))
@@ -193,7 +193,7 @@ def test_config_instantiates(path, tiny_dirs, tmp_path):
                 "trainer snippet for GPUs (combined with a stage config; see tests/test_strategies.py)"
             )
         if "arms" in cfg:  # a benchmark suite: its pipeline and every arm's RL config are bundled configs
-            from dreamgym.benchmark.suite import parse_suite_config
+            from dreamgym.lab.benchmark.suite import parse_suite_config
 
             suite, _ = parse_suite_config(["--config", path])
             assert str(ROOT / suite.pipeline) in CONFIGS
@@ -202,7 +202,7 @@ def test_config_instantiates(path, tiny_dirs, tmp_path):
                 suite.fill([*suite.common_args, *arm.args], seed=0)  # every template has its value
             return
         if "stages" in cfg or "out_dir" in cfg:
-            from dreamgym.pipeline import PipelineConfig, parse_pipeline_config
+            from dreamgym.lab.pipeline import PipelineConfig, parse_pipeline_config
 
             assert isinstance(parse_pipeline_config(["--config", path]), PipelineConfig)
             return

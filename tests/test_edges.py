@@ -249,7 +249,7 @@ _SIGTERM_IN_A_STAGE = """
 import os, signal, sys, time
 from pathlib import Path
 from dreamgym.errors import run_guarded
-from dreamgym.stages import StageClock
+from dreamgym.lab.stages import StageClock
 def collect(out):
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(30)
@@ -273,7 +273,7 @@ def test_a_signal_in_a_fit_that_saves_no_checkpoints_promises_no_resume(sft_setu
     """#61 item 4: `--quick` fits save no checkpoints, yet the stage said it would resume from one (failed
     before)."""
     from dreamgym.errors import Interrupted
-    from dreamgym.stages import StageClock, fit_stage
+    from dreamgym.lab.stages import StageClock, fit_stage
 
     prev = signal.signal(signal.SIGINT, signal.default_int_handler)
     request.addfinalizer(lambda: signal.signal(signal.SIGINT, prev))

@@ -108,7 +108,7 @@ def test_sigkill_then_ckpt_path_last_resumes_counters_and_written_back_buffer(tm
 
 @pytest.mark.slow
 def test_interrupted_fit_stage_resumes_from_its_checkpoint_and_other_args_start_fresh(tmp_path, capsys):
-    from dreamgym.stages import fit_stage, stage_log_dir
+    from dreamgym.lab.stages import fit_stage, stage_log_dir
 
     tok = make_toy_tokenizer(tmp_path / "tok")
     config = _config(tmp_path, tok)
@@ -144,7 +144,7 @@ def test_a_signal_stops_a_fit_with_a_non_zero_exit_and_how_to_resume(
 ):
     """#39: SIGTERM made Lightning stop gracefully and `make run` exit 0 as if finished."""
     from dreamgym.errors import run_guarded
-    from dreamgym.stages import StageClock, fit_stage
+    from dreamgym.lab.stages import StageClock, fit_stage
 
     # Lightning ignores SIGINT for the rest of the process after it handled one (an earlier test may have)
     prev = signal.signal(signal.SIGINT, signal.default_int_handler)

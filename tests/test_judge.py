@@ -247,7 +247,7 @@ def test_from_checkpoint_loads_the_judge_and_checks_the_switch(tmp_path):
 def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_them(tmp_path):
     from pathlib import Path
 
-    from dreamgym.pipeline import PipelineConfig, judge_fit_args, judge_purchases_stage
+    from dreamgym.lab.pipeline import PipelineConfig, judge_fit_args, judge_purchases_stage
     from dreamgym.schema import read_trajectories
 
     with pytest.raises(ValueError, match="judge_config='j.yaml' needs judge_episodes"):

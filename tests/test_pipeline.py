@@ -7,10 +7,10 @@ import pytest
 from experience_toy import toy_trajectories
 from tiny_pipeline import pipeline_argv
 
+from dreamgym.lab.pipeline import parse_pipeline_config, run_pipeline
+from dreamgym.lab.summary import held_out_comparison, paired_comparison
 from dreamgym.modeling.formats import terminated_of
-from dreamgym.pipeline import parse_pipeline_config, run_pipeline
 from dreamgym.schema import is_success, read_trajectories
-from dreamgym.summary import held_out_comparison, paired_comparison
 
 
 def _argv(out):
@@ -157,7 +157,7 @@ def test_an_evaluation_recorded_with_another_eval_tasks_is_played_again(tmp_path
     old file would pair other tasks), while a file of the right size is kept."""
     from experience_toy import write_toy
 
-    from dreamgym.stages import policy_episodes
+    from dreamgym.lab.stages import policy_episodes
 
     out = tmp_path / "policy_sft_test_episodes.jsonl"
     write_toy(out, 3, split="test")
@@ -190,7 +190,7 @@ def test_a_time_capped_episode_stage_keeps_its_shorter_file_on_a_rerun(tmp_path,
     """A capped episode stage (fewer episodes than asked) records what it was asked (``.asked`` beside the
     file), so a rerun keeps it and the RL evaluation then plays exactly those tasks; other settings
     play again."""
-    from dreamgym.stages import policy_episodes, recorded_episodes
+    from dreamgym.lab.stages import policy_episodes, recorded_episodes
 
     played = _fake_policy_episodes(monkeypatch, cap=12)
     cfg = parse_pipeline_config(pipeline_argv(tmp_path))
@@ -206,8 +206,8 @@ def test_a_time_capped_episode_stage_keeps_its_shorter_file_on_a_rerun(tmp_path,
 def test_the_dagger_stage_labels_the_warm_starts_states_and_becomes_the_warm_start(tmp_path):
     """``dagger_tasks``: the warm start's greedy train episodes, every state labelled by the scripted agent,
     then the warm start trained further on them; that model is what the later stages play."""
-    from dreamgym.pipeline import prepare
-    from dreamgym.stages import StageClock
+    from dreamgym.lab.pipeline import prepare
+    from dreamgym.lab.stages import StageClock
 
     out = tmp_path / "ws"
     argv = [*_argv(out), "--onpolicy_tasks=0", "--dagger_tasks=2", "--dagger_rounds=2",
@@ -231,8 +231,8 @@ def test_the_experience_model_and_the_warm_start_alone_learn_from_their_extra_ep
     """``experience_episodes``: scripted train episodes (teacher reasoning) in both experience fits' data,
     not in the warm start's, and the offline data the tokenizer comes from unchanged; ``policy_episodes``
     (built with ``policy_env_kwargs``) in the warm start's data only."""
-    from dreamgym.pipeline import prepare
-    from dreamgym.stages import StageClock
+    from dreamgym.lab.pipeline import prepare
+    from dreamgym.lab.stages import StageClock
 
     out = tmp_path / "ws"
     argv = [*_argv(out), "--onpolicy_tasks=0", '--experience_episodes={"near_miss": 2}',
@@ -264,8 +264,8 @@ def test_the_experience_model_and_the_warm_start_alone_learn_from_their_extra_ep
 def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path):
     """``judge_config``: ``prepare`` (the pipeline's and a benchmark suite's shared stages) collects the
     judge's train purchases and fits it into ``<simulator>/judge``; a rerun skips both."""
-    from dreamgym.pipeline import prepare
-    from dreamgym.stages import StageClock
+    from dreamgym.lab.pipeline import prepare
+    from dreamgym.lab.stages import StageClock
 
     out = tmp_path / "ws"
     judge_fit = [f"--trainer.default_root_dir={out}/runs", "--trainer.logger=false", "--trainer.callbacks=[]",
@@ -295,7 +295,7 @@ def test_train_policy_episodes_spread_over_alfworlds_task_types():
     from collections import Counter
 
     from dreamgym.envs.registry import make_env
-    from dreamgym.stages import train_task_order
+    from dreamgym.lab.stages import train_task_order
 
     env = make_env("alfworld", split="train", batch_size=1)
     ids = env.task_ids()

@@ -1,8 +1,24 @@
-"""The main job's figure: Wilson intervals, TensorBoard scalars read back, a PNG written."""
+"""The main job's figure: Wilson intervals, TensorBoard scalars read back, a PNG written; without
+matplotlib (the plots extra) a figure says how to install it and the rest of the package runs."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
 
 import pytest
 
-from dreamgym.plots import interrupted_spans, main_job_figure, scalar_series, wilson_interval
+from dreamgym.lab.plots import (
+    MatplotlibMissing,
+    interrupted_spans,
+    main_job_figure,
+    scalar_series,
+    wilson_interval,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wilson_interval():
@@ -52,3 +68,53 @@ def test_interrupted_spans_time_each_killed_process_up_to_its_last_checkpoint(tm
                 os.utime(run / "checkpoints" / name, (t, t))
     assert interrupted_spans(tmp_path / "tb") == [400.0, 0.0]
     assert interrupted_spans(tmp_path / "missing") == []
+
+
+# ------------------------------------------------------------------- without the plots extra (matplotlib)
+def test_without_matplotlib_a_figure_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MatplotlibMissing, match=r"pip install 'dreamgym\[plots\]'"):
+        main_job_figure({"policy_sft": {"test/success_rate": 0.5}}, 4, None, tmp_path / "fig.png")
+    assert isinstance(MatplotlibMissing(), ImportError) and not (tmp_path / "fig.png").exists()
+
+
+def _venv_without_matplotlib(root: Path) -> Path:
+    """A virtual environment holding this one's packages (linked) but matplotlib and the editable
+    install of the package: ``pip install .`` without the plots extra, the package read from PYTHONPATH."""
+    env = root / "venv"
+    venv.create(env, with_pip=False, symlinks=True)
+    (site,) = env.glob("lib/python*/site-packages")
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("matplotlib", "mpl_toolkits", "pylab", "__editable__", "dreamgym")):
+            (site / entry.name).symlink_to(entry)
+    return env / "bin" / "python"
+
+
+def test_without_matplotlib_fit_runs(tmp_path):
+    """The acceptance check of the plots extra: in an environment without matplotlib (neither the module
+    nor its metadata, which torchmetrics reads before importing it), ``python -m dreamgym fit`` trains a
+    1-step ``tiny`` policy warm start. That no module imports matplotlib but the lab's figures, and those
+    inside a function, is tests/test_structure.py's ``OPTIONAL_IMPORTS``."""
+    from rl_toy import make_toy_tokenizer
+
+    from dreamgym.collect import collect_trajectories
+
+    tok = make_toy_tokenizer(tmp_path / "tok")
+    data = tmp_path / "train.jsonl"
+    collect_trajectories("webshop", "train", 2, 0, out=data, seed=0, batch_size=2)
+    python = str(_venv_without_matplotlib(tmp_path))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    missing = "import importlib.util as u; assert u.find_spec('matplotlib') is None, 'matplotlib is here'"
+    subprocess.run([python, "-c", missing], env=env, check=True, timeout=300)
+    done = subprocess.run(
+        [python, "-m", "dreamgym", "fit", "--config", str(ROOT / "configs" / "webshop_policy_sft.yaml"),
+         f"--model.init_args.policy.init_args.tokenizer_path={tok}", "--model.init_args.policy.init_args.preset=tiny",
+         "--model.init_args.policy.init_args.max_positions=256", "--model.init_args.max_length=128",
+         f"--model.init_args.save_dir={tmp_path / 'policy'}", "--model.init_args.lr_scheduler.init_args.total_steps=2",
+         f"--data.init_args.train_files=[{data}]", "--data.init_args.val_files=[]", "--data.init_args.batch_size=2",
+         "--trainer.max_steps=1", "--trainer.limit_val_batches=0", "--trainer.enable_progress_bar=false",
+         f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}", "--trainer.precision=32-true"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tmp_path / "policy").is_dir()

@@ -2,7 +2,7 @@
 
 import subprocess
 
-from dreamgym.provenance import result_meta
+from dreamgym.lab.provenance import result_meta
 
 
 def _git(repo, *args):

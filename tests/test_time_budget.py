@@ -2,9 +2,9 @@
 
 import pytest
 
-import dreamgym.cli
-from dreamgym.pipeline import parse_pipeline_config
-from dreamgym.stages import TimeBudget, _max_time_minutes, fit_stage
+import dreamgym.lightning_cli
+from dreamgym.lab.pipeline import parse_pipeline_config
+from dreamgym.lab.stages import TimeBudget, _max_time_minutes, fit_stage
 
 
 def _at(budget: TimeBudget, minutes: float) -> float:
@@ -54,7 +54,7 @@ def test_fit_stage_gets_its_max_time_last_and_resume_ignores_it(tmp_path, monkey
         if len(calls) > 1:  # the first fit is "interrupted" (no export), the second finishes
             __import__("os").makedirs(export)
 
-    monkeypatch.setattr(dreamgym.cli, "main", fake_cli)
+    monkeypatch.setattr(dreamgym.lightning_cli, "main", fake_cli)
     out = tmp_path / "policy_sft"
     args = ["--trainer.max_steps=400", "--trainer.max_time=00:00:10:00"]
     with pytest.raises(RuntimeError, match="without writing"):

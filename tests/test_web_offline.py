@@ -80,7 +80,7 @@ def test_offline_only_callback_guards_fit_and_opens_validation(envs):
 
 
 def test_offline_only_pipeline_refuses_the_on_policy_stage():
-    from dreamgym.pipeline import parse_pipeline_config
+    from dreamgym.lab.pipeline import parse_pipeline_config
 
     cfg = parse_pipeline_config(["--config", "configs/pipeline_web.yaml"])
     assert cfg.offline_only and cfg.onpolicy_tasks == 0
@@ -96,7 +96,7 @@ def test_web_offline_regime_end_to_end(tmp_path, monkeypatch):
     if MISSING is not None:
         pytest.skip(f"web env: {MISSING}")
     import dreamgym.rl.offline as offline
-    from dreamgym.pipeline import parse_pipeline_config, run_pipeline
+    from dreamgym.lab.pipeline import parse_pipeline_config, run_pipeline
     from dreamgym.schema import is_success, read_trajectories
 
     guarded = []

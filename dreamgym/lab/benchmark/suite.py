@@ -2,7 +2,7 @@
 
 ``python -m dreamgym benchmark --config configs/benchmark_webshop.yaml`` runs, under ``out_dir``:
 
-1. the shared stages of the suite's pipeline config (:func:`dreamgym.pipeline.prepare`: offline data,
+1. the shared stages of the suite's pipeline config (:func:`dreamgym.lab.pipeline.prepare`: offline data,
    tokenizer, experience model, warm start, the warm start's held-out episodes), skipped when done;
 2. per experience-model variant an arm asks for (e.g. ``no_retrieval``: ``k = 0``), a separately
    *trained* experience model, the same two fits as the shared one with the variant's overrides;
@@ -11,7 +11,7 @@
 
 Each (arm, seed) is a stage whose record lands in ``results`` (a committed JSON) as soon as it ends,
 so an interrupted suite resumes where it stopped and its report is regenerated from that file alone
-(:mod:`dreamgym.benchmark.report`). A record holds the held-out metrics and per-task outcomes (for the
+(:mod:`dreamgym.lab.benchmark.report`). A record holds the held-out metrics and per-task outcomes (for the
 paired tests), real transitions split into offline / online / audit, synthetic transitions, wall-clock
 and CPU seconds of the fit and of the evaluation, the validation curve, the exact overrides and the
 commit. Arm overrides are templates: ``{seed}`` and every key of ``values`` are filled in.
@@ -30,9 +30,15 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dreamgym.pipeline import experience_args, parse_pipeline_config, prepare, rl_paths, warm_episodes_path
-from dreamgym.provenance import host_fingerprint
-from dreamgym.stages import StageClock, count_transitions, fit_stage, policy_episodes
+from dreamgym.lab.pipeline import (
+    experience_args,
+    parse_pipeline_config,
+    prepare,
+    rl_paths,
+    warm_episodes_path,
+)
+from dreamgym.lab.provenance import host_fingerprint
+from dreamgym.lab.stages import StageClock, count_transitions, fit_stage, policy_episodes
 
 __all__ = [
     "Arm",
@@ -331,7 +337,7 @@ def load_results(path: str | os.PathLike) -> dict:
 def _store(path: Path, key: str | None, record: dict | None, shared: dict) -> dict:
     """Add ``record`` under ``key`` to the results file as it is on disk now (so suites running other
     arms in parallel processes keep each other's records) and return the merged results."""
-    from dreamgym.provenance import write_result
+    from dreamgym.lab.provenance import write_result
 
     results = load_results(path)
     results["shared"] = shared
@@ -384,7 +390,7 @@ def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, sta
 def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, shared: dict) -> dict:
     """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record (``shared``:
     the suite's shared record, whose transition counts and commit it reuses)."""
-    from dreamgym.plots import interrupted_spans, scalar_series
+    from dreamgym.lab.plots import interrupted_spans, scalar_series
 
     out = cfg.out_dir / arm.name / f"s{seed}"
     out.mkdir(parents=True, exist_ok=True)
@@ -511,7 +517,7 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
 
 def check_same_host(cfg: SuiteConfig, stored: dict, host: dict, rebuild: bool) -> None:
     """Refuse, before hours of shared stages, to rebuild them (``rebuild``: their outputs are not on disk) on
-    a machine whose :func:`~dreamgym.provenance.host_fingerprint` differs from the one the stored records'
+    a machine whose :func:`~dreamgym.lab.provenance.host_fingerprint` differs from the one the stored records'
     stages were built on (``stored["shared"]["host"]``, where recorded): the weights would differ and
     :func:`check_same_shared_stages` would refuse every new record after the rebuild."""
     old = stored.get("shared", {}).get("host")
@@ -574,8 +580,8 @@ def run_suite(
 ) -> dict:
     """Run every missing (arm, seed) stage of ``cfg`` (only the ``only`` arms and the ``seeds`` among each
     arm's seeds when given), then write the report of the whole plan; returns the results."""
-    from dreamgym.benchmark.report import write_report, written_files
-    from dreamgym.provenance import result_meta
+    from dreamgym.lab.benchmark.report import write_report, written_files
+    from dreamgym.lab.provenance import result_meta
 
     results = load_results(cfg.results)
     if not report_only:

@@ -148,11 +148,9 @@ def written_files(cfg) -> list[Path]:
 
 
 def _figures(cfg, by_arm: dict[str, list[dict]], summaries: dict[str, dict]) -> list[Path]:
-    import matplotlib
+    from dreamgym.lab.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     paths = figure_paths(cfg)
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, s in summaries.items():
@@ -308,10 +306,20 @@ def write_report(cfg, results: dict) -> Path:
     text = render_report(cfg, results)
     by_arm, summaries = _by_arm(cfg, results)
     if summaries:
+        from dreamgym.lab.plots import MatplotlibMissing
+
+        links = " ".join(f"![{p.stem}]({p.name})" for p in figure_paths(cfg))
         try:  # a plotting failure must not lose the tables
             _figures(cfg, by_arm, summaries)
+        except MatplotlibMissing as exc:  # figures drawn before stay linked (a report regenerated elsewhere)
+            kept = all(p.exists() for p in figure_paths(cfg))
+            print(
+                f"[benchmark] no figures: {exc}" + ("; the existing ones are kept" if kept else ""),
+                flush=True,
+            )
+            if not kept:
+                text = text.replace(links, f"(no figures: {exc})")
         except Exception as exc:  # noqa: BLE001
-            links = " ".join(f"![{p.stem}]({p.name})" for p in figure_paths(cfg))
             text = text.replace(links, f"(no figures: {type(exc).__name__}: {exc})")
     cfg.report.write_text(text)
     if cfg.document is not None:
@@ -398,7 +406,7 @@ def expected_sections(cfg, results: dict) -> dict[tuple[Path, str], str]:
 
 
 def _host(host: dict) -> str:
-    """The machine of :func:`~dreamgym.provenance.host_fingerprint` in words."""
+    """The machine of :func:`~dreamgym.lab.provenance.host_fingerprint` in words."""
     return (
         f"{host.get('device', '?')} (bf16 matmuls: {host.get('matmul', '?')}, torch {host.get('torch', '?')})"
     )

@@ -6,6 +6,10 @@
 - the RL run, per iteration, read from its TensorBoard events: the rollout success in the env RL
   trained in (``rollout/success_rate``; synthetic for DreamGym) and, where the reward audit ran, the
   audit's success precision (``sim/audit_success_precision``: how often a synthetic success was real).
+
+matplotlib comes with the ``plots`` extra (``pip install 'dreamgym[plots]'``) and is imported only when a
+figure is drawn (:func:`pyplot`); without it that raises :class:`MatplotlibMissing`, which the pipeline and
+the benchmark report print as one line before going on. Reading TensorBoard scalars needs no extra.
 """
 
 from __future__ import annotations
@@ -13,7 +17,31 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-__all__ = ["wilson_interval", "scalar_series", "main_job_figure"]
+__all__ = ["wilson_interval", "scalar_series", "main_job_figure", "pyplot", "MatplotlibMissing"]
+
+
+class MatplotlibMissing(ImportError):
+    """No figure can be drawn: matplotlib (the ``plots`` extra) is not installed. Everything else of the
+    lab runs without it; the pipeline and the benchmark report print this message and go on."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "matplotlib is not installed (figures need the plots extra: pip install 'dreamgym[plots]')"
+        )
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg backend, imported now (:class:`MatplotlibMissing`
+    without matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise MatplotlibMissing() from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 CURVE_TAGS = ("rollout/success_rate", "sim/audit_success_precision")
 
@@ -93,12 +121,11 @@ def main_job_figure(
         n_tasks: held-out tasks each policy played.
         rl_log_dir: the RL run's TensorBoard directory (None or no events: the panel says so).
         out: the PNG path.
+
+    Raises:
+        MatplotlibMissing: matplotlib is not installed.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     names = [n for n in ("policy_sft", "policy_rl") if n in evals]
     labels = {"policy_sft": "warm start (SFT)", "policy_rl": "RL (GRPO)"}

@@ -26,7 +26,7 @@
 
 With ``dagger_tasks`` (off by default; configs/pipeline_alfworld.yaml), after stage 4, ``dagger_rounds``
 times: ``policy_dagger_train.jsonl`` (the warm start's greedy episodes on the next ``dagger_tasks`` train
-tasks of :func:`dreamgym.stages.train_task_order`, each state labelled by the scripted agent it clones)
+tasks of :func:`dreamgym.lab.stages.train_task_order`, each state labelled by the scripted agent it clones)
 and ``policy_dagger/`` (that warm start trained further on the offline data plus every round's labels;
 rounds after the first add ``2``, ``3``, ... to both names); the last is the warm start of every later
 stage.
@@ -44,8 +44,9 @@ counted in the report. Stage 7 measures whether that grounding fixed the model's
 
 Each stage is skipped when its output exists (files are written under a temporary name and renamed,
 so a crash never leaves a half output that looks done). Stages 3, 4, 5 and 8 run through the same LightningCLI
-configs as by hand (``dreamgym.cli``), with paths pointed at ``out_dir``. Wall time per stage and the
-peak resident memory are written to ``pipeline_report.json`` and printed.
+configs as by hand (``python -m dreamgym fit``: :mod:`dreamgym.lightning_cli`), with paths pointed at
+``out_dir``. Wall time per stage and the peak resident memory are written to ``pipeline_report.json``
+and printed.
 """
 
 from __future__ import annotations
@@ -57,9 +58,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamgym.checkpoint_io import check_export_dir
-from dreamgym.modeling.judge import JUDGE_DIR
-from dreamgym.provenance import write_result
-from dreamgym.stages import (
+from dreamgym.lab.provenance import write_result
+from dreamgym.lab.stages import (
     PipelineConfig,
     StageClock,
     TimeBudget,
@@ -73,7 +73,8 @@ from dreamgym.stages import (
     stage_log_dir,
     tokenizer_stage,
 )
-from dreamgym.summary import held_out_comparison, print_summary
+from dreamgym.lab.summary import held_out_comparison, print_summary
+from dreamgym.modeling.judge import JUDGE_DIR
 
 __all__ = [
     "OFFLINE_ONLY_ARG",
@@ -328,10 +329,12 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
         "fidelity_onpolicy": json.loads(fid.read_text()) if cfg.onpolicy_tasks > 0 and fid.exists() else {},
         "onpolicy_real_transitions": count_transitions(rollouts_file) if cfg.onpolicy_tasks > 0 else 0,
     }
-    try:  # the figure is a convenience: a plotting failure must not lose the run's results
-        from dreamgym.plots import main_job_figure
+    from dreamgym.lab.plots import MatplotlibMissing, main_job_figure
 
+    try:  # the figure is a convenience: a plotting failure must not lose the run's results
         report["figure"] = str(main_job_figure(evals, n_eval, _rl_log_dir(cfg), d / "main_job.png"))
+    except MatplotlibMissing as exc:
+        print(f"[pipeline] no figure: {exc}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"[pipeline] no figure: {type(exc).__name__}: {exc}", flush=True)
     write_result(d / "pipeline_report.json", report, indent=2)
@@ -348,7 +351,7 @@ def _rl_yaml(rl_config: str | Path) -> dict:
 
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
-    """The TensorBoard directory of the RL stage (:func:`~dreamgym.stages.stage_log_dir`), None when
+    """The TensorBoard directory of the RL stage (:func:`~dreamgym.lab.stages.stage_log_dir`), None when
     ``rl_args`` switch the logger off."""
     for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
         if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):

@@ -3,8 +3,8 @@
 A stage whose output exists returns it without running (resume); outputs are written under a temporary
 name and renamed, so a crash never leaves a half output that looks done. :class:`StageClock` runs named
 stages and records their wall time. :class:`PipelineConfig` says what they run (it is here, below
-:mod:`dreamgym.pipeline`, because the stages read it). Used by :mod:`dreamgym.pipeline` and
-:mod:`dreamgym.benchmark`.
+:mod:`dreamgym.lab.pipeline`, because the stages read it). Used by :mod:`dreamgym.lab.pipeline` and
+:mod:`dreamgym.lab.benchmark`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def fit_stage(
         if budget is not None:
             budget.skip(out.name)
         return out
-    from dreamgym.cli import main as cli_main
+    from dreamgym.lightning_cli import main as cli_main
 
     log_dir = stage_log_dir(out) if log_dir is None else log_dir
     logs = [
@@ -388,7 +388,7 @@ class StageClock:
             return out
         self.seconds[name] = took
         if self.record is not None:
-            from dreamgym.provenance import write_result
+            from dreamgym.lab.provenance import write_result
 
             self._ran[name] = took
             write_result(self.record, self._ran)
@@ -489,7 +489,7 @@ class PipelineConfig:
             is ``out_dir/offline_train.jsonl``: recorded by the collect stage, or put there beforehand
             (``python -m dreamgym import-web``), in which case collection is skipped.
         time_budget_minutes: the whole run's wall-clock budget (None: none). Every fit stage then gets a
-            ``--trainer.max_time`` allotted from what is left (:class:`~dreamgym.stages.TimeBudget`): on a
+            ``--trainer.max_time`` allotted from what is left (:class:`~dreamgym.lab.stages.TimeBudget`): on a
             slower host the models train fewer steps and the run still ends in time. Printed at start
             with the precision chosen.
         time_shares: each fit stage's share of the budget, by output folder (``experience_model``,
@@ -497,7 +497,7 @@ class PipelineConfig:
         time_reserve_minutes: kept out of the fits for the stages no ``max_time`` bounds (collection,
             the on-policy episodes, evaluations, fidelity).
         judge_config: LightningCLI config of the reward judge (``configs/webshop_reward_judge.yaml``); None
-            (default): no judge stage. The judge is saved as ``<simulator>/judge`` (see dreamgym.pipeline).
+            (default): no judge stage. The judge is saved as ``<simulator>/judge`` (see dreamgym.lab.pipeline).
         judge_episodes: train-task episodes per scripted policy for the judge's purchases, e.g.
             ``{expert: 3000, random: 6000, non_oracle: 9000, near_miss: 10000}`` (about 25k purchases).
         judge_args: extra CLI overrides of the judge's fit.
@@ -587,7 +587,7 @@ class PipelineConfig:
         self.dagger_agent, self.dagger_args = dagger_agent, list(dagger_args or [])
 
     def time_budget(self) -> TimeBudget | None:
-        """A fresh :class:`~dreamgym.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""
+        """A fresh :class:`~dreamgym.lab.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""
         if self.time_budget_minutes is None:
             return None
         return TimeBudget(self.time_budget_minutes, self.time_shares, self.time_reserve_minutes)
