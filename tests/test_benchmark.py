@@ -248,6 +248,51 @@ def test_a_new_simulator_keeps_records_that_never_simulated(tmp_path):
         check_same_shared_stages(cfg, stored, shared, warm)
 
 
+def test_real_env_arms_alone_prepare_no_simulator_and_keep_the_stored_ones_facts(tmp_path, monkeypatch):
+    """The suite asks :func:`prepare` for the experience model only when a pending arm plays it (or trains
+    its own variant); a real-only run keeps the stored record's simulator facts, so records measured from
+    that simulator stay comparable."""
+    from dreamgym.lab.benchmark import suite
+
+    real, dream = Arm("real", "configs/webshop_real_grpo.yaml"), Arm("dream", "configs/webshop_grpo.yaml")
+    variant = Arm("real_variant", "configs/webshop_real_grpo.yaml", experience="no_reasoning")
+    assert [suite._needs_simulator(a) for a in (Arm("warm_start"), real, dream, variant)] == [
+        False, False, True, True,
+    ]  # fmt: skip
+    asked = []
+
+    class Prepared(Exception):
+        pass
+
+    def fake_prepare(pcfg, stage, budget=None, simulator=True):
+        asked.append(simulator)
+        raise Prepared
+
+    monkeypatch.setattr(suite, "prepare", fake_prepare)
+    cfg = _suite(tmp_path, arms=[Arm("warm_start"), real, dream])
+    for only, seeds in ((["warm_start", "real"], None), (None, None), (["dream"], [5])):
+        with pytest.raises(Prepared):
+            run_suite(cfg, only=only, seeds=seeds)
+    assert asked == [False, True, False]  # dream has no seed 5: nothing pending plays the simulator
+    old = {
+        "weights_sha256": {"warm_start": "w", "simulator": "s", "judge": "j"},
+        "onpolicy_train_transitions": 7,
+    }
+    now = {
+        "weights_sha256": {"warm_start": "w", "simulator": None, "judge": None},
+        "onpolicy_train_transitions": 0,
+    }
+    kept = suite._keep_simulator_record(now, {"shared": old})
+    assert kept["weights_sha256"] == old["weights_sha256"] and kept["onpolicy_train_transitions"] == 7
+    built = {
+        "weights_sha256": {"warm_start": "w", "simulator": "n", "judge": None},
+        "onpolicy_train_transitions": 9,
+    }
+    assert (
+        suite._keep_simulator_record(dict(built), {"shared": old}) == built
+    )  # a prepared simulator is the one
+
+
 def test_rebuilding_the_shared_stages_on_other_hardware_is_refused_before_it_starts(tmp_path):
     cfg = _suite(tmp_path, arms=[Arm("warm_start"), Arm("real", "x.yaml")])
     here = {"device": "AMD EPYC", "matmul": "avx512_bf16", "torch": "2.13.0+cpu"}

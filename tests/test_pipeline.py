@@ -288,6 +288,31 @@ def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path)
     assert again == prep and (prep.judge / "judge.json").stat().st_mtime == stamp
 
 
+def test_real_env_stages_alone_skip_the_experience_model_and_judge(tmp_path):
+    """``prepare(simulator=False)`` (a suite whose pending arms all play the real env) builds the data,
+    tokenizer, warm start and its evaluation only, and an RL config that plays a synthetic env cannot be
+    pointed at the missing simulator."""
+    from dreamgym.lab.pipeline import prepare, rl_paths
+    from dreamgym.lab.stages import StageClock
+
+    out = tmp_path / "ws"
+    argv = [
+        *_argv(out),
+        "--onpolicy_tasks=1",
+        "--judge_config=configs/webshop_reward_judge.yaml",
+        '--judge_episodes={"expert": 1}',
+    ]
+    prep = prepare(parse_pipeline_config(argv), StageClock("test"), simulator=False)
+    assert prep.experience is prep.simulator is prep.rollouts is prep.judge is None
+    assert not (out / "experience_model").exists() and not (out / "policy_rollouts_train.jsonl").exists()
+    assert prep.warm_episodes.exists() and (prep.policy_sft / "policy_format.json").exists()
+    assert rl_paths("configs/webshop_real_grpo.yaml", None, prep.policy_sft) == [
+        f"--model.init_args.policy.init_args.path={prep.policy_sft}"
+    ]
+    with pytest.raises(ValueError, match="plays a synthetic env"):
+        rl_paths("configs/webshop_grpo.yaml", None, prep.policy_sft)
+
+
 def test_train_policy_episodes_spread_over_alfworlds_task_types():
     """ALFWorld stores its train games by task type: the pipeline's on-policy and DAgger episodes take
     slices of a seeded order of the whole split, so 200 of them see every type (the first 200 games are

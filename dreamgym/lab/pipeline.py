@@ -82,6 +82,7 @@ __all__ = [
     "Prepared",
     "parse_pipeline_config",
     "prepare",
+    "plays_simulator",
     "rl_paths",
     "experience_args",
     "judge_fit_args",
@@ -118,16 +119,17 @@ class Prepared:
     model's own extra train episodes (None without ``experience_episodes``), ``policy_episodes`` the warm
     start's (None without ``policy_episodes``); ``judge`` the reward judge
     saved as ``<simulator>/judge`` and ``judge_purchases`` its own train episodes (both None without
-    ``judge_config``).
+    ``judge_config``). ``experience``, ``simulator`` and ``rollouts`` are None when
+    :func:`prepare` was asked for the real-env stages only (``simulator=False``).
     """
 
     train: Path
     test: Path
     tokenizer: Path
-    experience: Path
+    experience: Path | None
     policy_sft: Path
     rollouts: Path | None
-    simulator: Path
+    simulator: Path | None
     warm_episodes: Path
     experience_episodes: Path | None = None
     policy_episodes: Path | None = None
@@ -148,10 +150,15 @@ def warm_episodes_path(cfg: PipelineConfig) -> Path:
     return cfg.out_dir / "policy_sft_test_episodes.jsonl"
 
 
-def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None) -> Prepared:
+def prepare(
+    cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = None, simulator: bool = True
+) -> Prepared:
     """Stages 1-6: data, tokenizer, experience model (and its on-policy continuation), warm start and its
     held-out evaluation, then the reward judge's purchases and fit where ``judge_config`` asks; each
     skipped when its output exists. With a ``budget``, its fit stages get their ``max_time`` from it.
+    ``simulator=False`` runs only what the real env needs (data, tokenizer, warm start and its evaluation):
+    no experience model, on-policy continuation or reward judge, so a real-env RL run need not wait hours for
+    a simulator it never plays (their fields are None; a later call with ``simulator=True`` builds them).
 
     Raises:
         ValueError: before any stage, when ``out_dir`` is a file or cannot be written (a read-only mount).
@@ -164,9 +171,13 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
     )
     test = stage("collect_test", collect_stage, cfg, "test", cfg.test_expert, 0)
     tok = stage("tokenizer", tokenizer_stage, cfg, train)
-    extra = stage("collect_experience", experience_episodes_stage, cfg) if cfg.experience_episodes else None
+    extra = (
+        stage("collect_experience", experience_episodes_stage, cfg)
+        if cfg.experience_episodes and simulator
+        else None
+    )
     exp_train = [train] + ([extra] if extra is not None else [])
-    exp = stage(
+    exp = None if not simulator else stage(
         "experience_sft", fit_stage, cfg.experience_config,
         [*experience_args(tok, exp_train, test, None), *cfg.experience_args],
         d / "experience_model", "model.init_args.export_dir", None, budget,
@@ -195,7 +206,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
             d / name, "model.init_args.save_dir", None, budget,
         )  # fmt: skip
     sim, rollouts = exp, None
-    if cfg.onpolicy_tasks > 0:
+    if cfg.onpolicy_tasks > 0 and simulator:
         rollouts = stage(
             "onpolicy_rollouts", policy_episodes, cfg, sft, "train", cfg.onpolicy_tasks,
             d / "policy_rollouts_train.jsonl", _episode_minutes(budget, "onpolicy_rollouts"),
@@ -210,7 +221,7 @@ def prepare(cfg: PipelineConfig, stage: StageClock, budget: TimeBudget | None = 
         _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
     judge = purchases = None
-    if cfg.judge_config is not None:
+    if cfg.judge_config is not None and simulator:
         purchases = stage("collect_judge", judge_purchases_stage, cfg)
         judge = stage(
             "reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, train, rollouts, test, purchases),
@@ -359,13 +370,34 @@ def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
     return stage_log_dir(cfg.out_dir / "policy_rl")
 
 
-def rl_paths(rl_config: str | Path, exp: Path, sft: Path) -> list[str]:
-    """CLI overrides that point an RL config's policy at ``sft`` and its synthetic env(s) at ``exp``."""
+def _synthetic_env_keys(rl_config: str | Path) -> list[str]:
     sched = _rl_yaml(rl_config)["model"]["init_args"]["schedule"]["init_args"]
+    return [
+        key
+        for key in ("env", "synthetic_env")
+        if key in sched and sched[key]["class_path"].endswith("SyntheticEnvFactory")
+    ]
+
+
+def plays_simulator(rl_config: str | Path) -> bool:
+    """Whether an RL config's schedule plays a synthetic env (needs the experience model)."""
+    return bool(_synthetic_env_keys(rl_config))
+
+
+def rl_paths(rl_config: str | Path, exp: Path | None, sft: Path) -> list[str]:
+    """CLI overrides that point an RL config's policy at ``sft`` and its synthetic env(s) at ``exp``.
+
+    Raises:
+        ValueError: when the config plays a synthetic env and ``exp`` is None (no experience model built).
+    """
+    keys = _synthetic_env_keys(rl_config)
+    if keys and exp is None:
+        raise ValueError(
+            f"{rl_config} plays a synthetic env ({', '.join(keys)}) but no experience model was prepared; "
+            "prepare the shared stages with simulator=True"
+        )
     out = [f"--model.init_args.policy.init_args.path={sft}"]
-    for key in ("env", "synthetic_env"):
-        if key in sched and sched[key]["class_path"].endswith("SyntheticEnvFactory"):
-            out.append(f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}")
+    out += [f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}" for key in keys]
     return out
 
 

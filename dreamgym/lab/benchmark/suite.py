@@ -33,6 +33,7 @@ from pathlib import Path
 from dreamgym.lab.pipeline import (
     experience_args,
     parse_pipeline_config,
+    plays_simulator,
     prepare,
     rl_paths,
     warm_episodes_path,
@@ -508,11 +509,31 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = Non
         "host": host_fingerprint(),
         "weights_sha256": {
             "warm_start": weights_sha256(prep.policy_sft),
-            "simulator": weights_sha256(prep.simulator),
+            "simulator": weights_sha256(prep.simulator) if prep.simulator is not None else None,
             "judge": weights_sha256(prep.judge) if prep.judge is not None else None,
         },
         **meta,
     }
+
+
+def _needs_simulator(arm: Arm) -> bool:
+    """Whether ``arm`` needs the experience model: it plays a synthetic env or trains its own variant."""
+    return arm.rl_config is not None and (arm.experience is not None or plays_simulator(arm.rl_config))
+
+
+_SIMULATOR_COUNTS = ("onpolicy_train_transitions", "experience_train_transitions", "judge_train_transitions")
+
+
+def _keep_simulator_record(shared: dict, stored: dict) -> dict:
+    """``shared`` with the stored shared record's simulator and judge facts (weights, transition counts) kept
+    where this run prepared the real-env stages only (their SHA-256 is None): records measured from that
+    simulator keep what they were measured from."""
+    old = stored.get("shared", {})
+    sha, old_sha = shared["weights_sha256"], old.get("weights_sha256") or {}
+    if sha["simulator"] is None and old_sha.get("simulator") is not None:
+        sha.update(simulator=old_sha["simulator"], judge=old_sha.get("judge"))
+        shared.update({k: old[k] for k in _SIMULATOR_COUNTS if k in old})
+    return shared
 
 
 def check_same_host(cfg: SuiteConfig, stored: dict, host: dict, rebuild: bool) -> None:
@@ -588,14 +609,22 @@ def run_suite(
         pcfg = parse_pipeline_config(["--config", cfg.pipeline, *cfg.pipeline_args])
         check_same_host(cfg, results, host_fingerprint(), rebuild=not warm_episodes_path(pcfg).exists())
         stage = StageClock("benchmark")
-        prep = prepare(pcfg, stage)
+        pending = [
+            (arm, seed)
+            for arm in cfg.arms
+            if not only or arm.name in only
+            for seed in cfg.arm_seeds(arm)
+            if (seeds is None or seed in seeds) and f"{arm.name}/s{seed}" not in results.get("runs", {})
+        ]
+        # real-env arms alone do not wait for the experience model, its on-policy continuation or judge
+        prep = prepare(pcfg, stage, simulator=any(_needs_simulator(arm) for arm, _ in pending))
         # at start; the suite's own outputs, rewritten after every stage, do not make the tree dirty
         meta = {
             k: v
             for k, v in result_meta("-m dreamgym benchmark", ignore=written_files(cfg)).items()
             if k != "command"
         }
-        shared = _shared_record(pcfg, prep, meta, cfg.pipeline_args)
+        shared = _keep_simulator_record(_shared_record(pcfg, prep, meta, cfg.pipeline_args), results)
         warm = _outcomes(prep.warm_episodes)
         check_same_shared_stages(cfg, results, shared, warm)
         results["shared"] = shared
