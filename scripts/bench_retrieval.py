@@ -11,6 +11,16 @@ one at a time and in batches of ``--batch`` (the synthetic env's slots). Exact s
 matrix product over the same vectors; recall@k is the share of the exact top-k that usearch returns.
 With ``--bucket-radius R`` the index is a :class:`~dreamgym.retrieval.index.BucketIndex` (leaders within
 cosine distance R in the usearch graph, their buckets scored exactly), measured per ``--probe``.
+
+With ``--distinct`` the vectors are distinct real transitions only: ``--train`` files (several may be given)
+are read in order, a (state, action) pair seen before is dropped, and a size above the distinct count is an
+error rather than filled with jitter. A million distinct transitions come from scripted agents playing the
+real env (the command is in ``retrieval_webshop_1m_distinct.json``'s ``_meta`` and BENCHMARKS.md)::
+
+    python -m dreamgym collect --env webshop --split train --n-expert 20000 --n-random 60000 \
+        --n-non-oracle 40000 --n-near-miss 40000 --no-teacher --batch-size 32 --out artifacts/retrieval/train_1m.jsonl
+    python scripts/bench_retrieval.py --distinct --train artifacts/retrieval/train_1m.jsonl --sizes 1000000 \
+        --out benchmarks/results/retrieval_webshop_1m_distinct.json
 """
 
 from __future__ import annotations
@@ -30,6 +40,39 @@ from dreamgym.schema import iter_transitions, read_trajectories
 def _vectors(path: str, limit: int | None = None) -> np.ndarray:
     ts = list(iter_transitions(read_trajectories(path)))[:limit]
     return ReplayBuffer().embed([t.state for t in ts], [t.action for t in ts])
+
+
+def distinct_vectors(paths: list[str], limit: int, chunk: int = 20_000) -> tuple[np.ndarray, dict]:
+    """Embeddings of the first ``limit`` distinct (state, action) pairs of the transitions in ``paths`` (read in
+    order, streamed in chunks), and counts of what was read: transitions, distinct ones kept, duplicates."""
+    import hashlib
+
+    buffer, seen, out = ReplayBuffer(), set(), []
+    pending: list[tuple[str, str]] = []
+    read = 0
+
+    def flush() -> None:
+        if pending:
+            out.append(buffer.embed([s for s, _ in pending], [a for _, a in pending]))
+            pending.clear()
+
+    for path in paths:
+        for t in iter_transitions(read_trajectories(path)):
+            read += 1
+            key = hashlib.blake2b(f"{t.state}\x00{t.action}".encode(), digest_size=16).digest()
+            if key in seen:
+                continue
+            seen.add(key)
+            pending.append((t.state, t.action))
+            if len(pending) >= chunk:
+                flush()
+            if len(seen) >= limit:
+                break
+        if len(seen) >= limit:
+            break
+    flush()
+    db = np.concatenate(out) if out else np.zeros((0, buffer.encoder.dim * 2), np.float32)
+    return db, {"transitions_read": read, "distinct": len(db), "duplicates_dropped": read - len(seen)}
 
 
 def _exact_topk(db: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> np.ndarray:
@@ -126,7 +169,12 @@ def measure(
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", default="artifacts/webshop/offline_train.jsonl")
+    ap.add_argument("--train", nargs="+", default=["artifacts/webshop/offline_train.jsonl"])
+    ap.add_argument(
+        "--distinct",
+        action="store_true",
+        help="distinct real transitions only (no jittered filler; a size above their count is an error)",
+    )
     ap.add_argument("--test", default="artifacts/webshop/offline_test.jsonl")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--queries", type=int, default=256)
@@ -157,11 +205,21 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    base = _vectors(args.train)
+    data: dict = {}
+    if args.distinct:
+        base, data = distinct_vectors(args.train, max(args.sizes))
+        if len(base) < max(args.sizes):
+            raise SystemExit(
+                f"error: --sizes {max(args.sizes)} but --train {' '.join(args.train)} holds {len(base)} distinct "
+                f"(state, action) pairs ({data['transitions_read']} transitions read); collect more episodes "
+                "(the module docstring has the command) or ask for a smaller size"
+            )
+    else:
+        base = np.concatenate([_vectors(p) for p in args.train])
     queries = _vectors(args.test, args.queries)
     rows = []
     for n in args.sizes:
-        db, src = grow_vectors(base, n, args.jitter, rng)
+        db, src = (base[:n], None) if args.distinct else grow_vectors(base, n, args.jitter, rng)
         for row in measure(db, queries, args.k, args.batch, args.expansion_search, args.connectivity,
                            args.expansion_add, src, args.bucket_radius, args.probe):  # fmt: skip
             row = {"real_vectors": min(n, len(base)), **row}
@@ -170,6 +228,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "_meta": result_meta("scripts/bench_retrieval.py", argv),
         "dims": int(base.shape[1]),
+        "data": {"train": args.train, "distinct": args.distinct, **data},
         "rows": rows,
     }
     if args.out:
