@@ -40,9 +40,26 @@ from dreamgym.retrieval.encoders import Encoder, HashingEncoder, make_encoder
 from dreamgym.retrieval.index import BucketIndex, VectorIndex, index_from_bytes, load_index
 from dreamgym.schema import Transition, iter_transitions, read_trajectories
 
-__all__ = ["ReplayBuffer", "EXCLUDE_MODES"]
+__all__ = ["ReplayBuffer", "EXCLUDE_MODES", "META_KEYS", "STATE_KEYS"]
 
 EXCLUDE_MODES = ("none", "self", "trajectory", "task")
+
+# What :meth:`ReplayBuffer.save` / :meth:`ReplayBuffer.state_dict` write; files and checkpoints of an older
+# dreamgym that lack some are upgraded by ``scripts/migrate_records.py`` (the library reads only these).
+META_KEYS = ("encoder", "action_weight", "dtype", "bucket_radius", "probe")
+STATE_KEYS = ("meta", "transitions", "index", "index_adds")
+
+
+def _check_current(
+    record: dict[str, Any], keys: tuple[str, ...], what: str, path: Path | None = None
+) -> None:
+    missing = [k for k in keys if k not in record]
+    if missing:
+        where = str(path) if path is not None else "<the checkpoint or buffer folder>"
+        raise ValueError(
+            f"{what} lacks {', '.join(missing)}: it was written by an older dreamgym; upgrade it once with "
+            f"`python scripts/migrate_records.py {where}` (it fills what the older version meant)"
+        )
 
 
 class ReplayBuffer:
@@ -231,7 +248,7 @@ class ReplayBuffer:
         return out  # type: ignore[return-value]
 
     # ---------------------------------------------------------------- persistence
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self) -> dict[str, Any]:  # every key is in META_KEYS
         return {
             "encoder": self.encoder.config(),
             "action_weight": self.action_weight,
@@ -262,12 +279,13 @@ class ReplayBuffer:
                 "(the experience-model SFT saves it next to the model as `buffer/`)"
             )
         meta = json.loads((d / "buffer.json").read_text())
+        _check_current(meta, META_KEYS, f"replay buffer {str(d)!r} (buffer.json)", d)
         buf = cls(
             encoder or make_encoder(**meta["encoder"]),
             meta["action_weight"],
             meta["dtype"],
-            meta.get("bucket_radius", 0.0),  # buffers saved before buckets existed: one graph
-            meta.get("probe", 8),
+            meta["bucket_radius"],
+            meta["probe"],
         )
         with (d / "transitions.jsonl").open(encoding="utf-8") as f:
             buf.transitions = [
@@ -296,16 +314,22 @@ class ReplayBuffer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from :meth:`state_dict` (the encoder config must match this buffer's). A state saved
-        before ``index_adds`` existed holds the whole index: it is restored as it is."""
+        """Restore from :meth:`state_dict` (the encoder config must match this buffer's).
+
+        Raises:
+            ValueError: when the state lacks a field this version writes (a checkpoint from an older
+                dreamgym: ``scripts/migrate_records.py`` upgrades it), or its encoder differs.
+        """
+        _check_current(state["meta"], META_KEYS, "ReplayBuffer.load_state_dict: the checkpoint's buffer")
+        _check_current(state, STATE_KEYS, "ReplayBuffer.load_state_dict: the checkpoint's buffer")
         if state["meta"]["encoder"] != self.encoder.config():
             raise ValueError(
                 f"ReplayBuffer.load_state_dict: saved encoder {state['meta']['encoder']} differs from "
                 f"this buffer's {self.encoder.config()}; build the buffer with the saved encoder"
             )
         self.action_weight = float(state["meta"]["action_weight"])
-        self.bucket_radius = float(state["meta"].get("bucket_radius", 0.0))
-        self.probe = int(state["meta"].get("probe", 8))
+        self.bucket_radius = float(state["meta"]["bucket_radius"])
+        self.probe = int(state["meta"]["probe"])
         transitions = [Transition.from_dict(t) for t in state["transitions"]]
         self._steps = None
         self.index = (
@@ -315,7 +339,7 @@ class ReplayBuffer:
         )
         self._rebase()
         self.transitions = transitions[: len(self.index)]
-        for size in state.get("index_adds", []):  # the adds again, batch for batch (same embeddings)
+        for size in state["index_adds"]:  # the adds again, batch for batch (same embeddings)
             self.add(transitions[len(self.transitions) : len(self.transitions) + size])
         if len(self.index) != len(transitions):
             raise ValueError(
