@@ -30,9 +30,10 @@ __all__ = ["TerminalStepDataModule", "terminal_examples"]
 def terminal_examples(
     trajectories: list[Trajectory], dedupe: bool = True, verbs: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """``{"instruction", "history", "state", "action", "label", "policy", "task_id", "trajectory_id"}`` for every terminal
+    """``{"instruction", "history", "state", "action", "label", "score", "policy", "task_id", "trajectory_id"}`` for every terminal
     step and, with ``verbs``, every valid step whose command's first word is one of them (``label``: 1.0 for
-    a success, else 0.0; ``history``: the episode's earlier valid actions); ``dedupe`` keeps identical
+    a success, else 0.0; ``score``: 1.0 for a success, else the step's real score (0.0 where the env gives none); ``history``: the
+    episode's earlier valid actions); ``dedupe`` keeps identical
     steps once (same instruction, state and action; with ``verbs`` also the same history)."""
     out, seen = [], set()
     verbs = frozenset(verbs or ())
@@ -54,6 +55,8 @@ def terminal_examples(
                             "state": t.state,
                             "action": t.action,
                             "label": float(is_success(t.reward, ended)),
+                            # a failure's score is the env's (WebShop: the partial purchase score); a success's is 1
+                            "score": 1.0 if is_success(t.reward, ended) else float(t.score or 0.0),
                             "policy": traj.policy,
                             "task_id": traj.task_id,
                             "trajectory_id": traj.trajectory_id,

@@ -44,10 +44,10 @@ class FixedJudge(RewardJudge):
         super().__init__(base.model, base.tokenizer, base.env, base.max_length, base.threshold)
         self.p, self.asked, self.histories = p, [], []
 
-    def predict_proba(self, instructions, states, actions, batch_size=64, histories=None):
+    def predict(self, instructions, states, actions, batch_size=64, histories=None):
         self.asked += list(actions)
         self.histories += [list(h) for h in histories]
-        return [self.p] * len(actions)
+        return [self.p] * len(actions), None
 
 
 def test_judge_inputs_carry_goal_page_facts_options_and_the_price_verdict():
@@ -164,6 +164,30 @@ def _toy_steps(n: int, seed: int) -> list[tuple[str, str, float]]:
     return out
 
 
+def test_judged_outcome_pays_a_failure_the_score_heads_prediction_below_one():
+    pred = ParsedOutcome(
+        True, "[page] done\n[score] 0.0200", 0.0, True, 0.02, "the score is 0.02 and the reward is 0."
+    )
+    out = judged_outcome(pred, 0.2, score=0.74)
+    assert (out.reward, out.score) == (0.0, 0.74) and "[score] 0.7400" in out.next_state
+    assert judged_outcome(pred, 0.2, score=1.0).score == 0.99  # only a success earns 1
+    assert judged_outcome(pred, 0.9, score=0.3).score == 1.0
+
+
+def test_a_score_head_grows_on_a_saved_judge_without_changing_its_success_logit(tmp_path):
+    judge = tiny_judge()
+    args = (["i want a red shirt"] * 2, [ITEM_PAGE, DONE_PAGE], ["click[buy now]"] * 2)
+    before = judge.predict_proba(*args)
+    assert judge.predict(*args)[1] is None and not judge.has_score_head
+    grown = JudgeBackbone(path=str(judge.save_pretrained(tmp_path / "old")), score_head=True).build()
+    probs, scores = grown.predict(*args)
+    assert grown.has_score_head and probs == pytest.approx(before, abs=1e-6) and scores == [0.5, 0.5]
+    loaded = RewardJudge.from_pretrained(grown.save_pretrained(tmp_path / "new"))
+    assert loaded.has_score_head and loaded.predict(*args) == (pytest.approx(probs), pytest.approx(scores))
+    fresh = tiny_judge(score_head=True)
+    assert fresh.logits(**fresh.encode(*args)).shape == (2, 2) and fresh(**fresh.encode(*args)).shape == (2,)
+
+
 def test_tiny_judge_learns_a_separable_comparison():
     """A 2-layer BERT from scratch learns "goal term on the page or not" (fresh toy steps every batch)."""
     torch.manual_seed(0)
@@ -211,6 +235,12 @@ def test_fit_trains_exports_and_the_export_loads(tmp_path, cpu_trainer_kwargs):
     assert loaded.predict_proba(["i need a wool jacket"], [ITEM_PAGE], ["click[buy now]"]) == pytest.approx(
         module.judge.predict_proba(["i need a wool jacket"], [ITEM_PAGE], ["click[buy now]"]), abs=1e-6
     )
+    scored = RewardJudgeFit(
+        JudgeBackbone(preset="tiny", max_length=64, score_head=True), export_dir=str(tmp_path / "scored")
+    )
+    L.Trainer(**cpu_trainer_kwargs, logger=False).fit(scored, datamodule=dm)
+    assert RewardJudge.from_pretrained(tmp_path / "scored").has_score_head
+    assert all(e["score"] == e["label"] for e in dm.train)  # a success scores 1; these failures have no score
     with pytest.raises(
         ValueError, match=r"train_files: .* holds a 'test'-split episode .* collect them with `--split train`"
     ):
@@ -326,3 +356,15 @@ def test_a_loss_the_judge_finds_keeps_the_synthetic_episode_running_without_fail
     em.judge.failure_ends = False
     out = _buy(SyntheticEnv(em, [BUY_TASK], batch_size=[1], reward="judge"))
     assert out["reward"].item() == 0.0 and not out["done"].item() and em.judge.asked == ["click[buy now]"]
+
+
+def test_terminal_examples_carry_webshops_partial_purchase_scores():
+    """A near-miss purchase fails with partial credit: the score head's target is that real score."""
+    from datamodules.terminal_steps import terminal_examples
+    from dreamgym.collect import collect_trajectories
+
+    episodes = collect_trajectories("webshop", "train", 0, 0, seed=0, teacher=False, mix={"near_miss": 6})
+    ex = terminal_examples(episodes)
+    final = {t.trajectory_id: t.transitions[-1] for t in episodes}
+    assert ex and all(e["score"] == pytest.approx(final[e["trajectory_id"]].score) for e in ex)
+    assert any(e["label"] == 0.0 and 0.0 < e["score"] < 1.0 for e in ex)

@@ -303,15 +303,16 @@ class ExperienceModel:
         ended = [i for i, p in enumerate(outcomes) if p.ok and p.done]
         if not ended:
             return outcomes
-        probs = self.judge.predict_proba(
+        probs, scores = self.judge.predict(
             [queries[i].instruction for i in ended],
             [queries[i].state for i in ended],
             [queries[i].action for i in ended],
             histories=[queries[i].history for i in ended],
         )
         out = list(outcomes)
-        for i, p in zip(ended, probs, strict=True):
-            out[i] = judged_outcome(outcomes[i], p, self.judge.threshold, self.judge.failure_ends)
+        for j, (i, p) in enumerate(zip(ended, probs, strict=True)):
+            score = scores[j] if scores is not None else None
+            out[i] = judged_outcome(outcomes[i], p, self.judge.threshold, self.judge.failure_ends, score)
         return out
 
     def parse(self, texts: list[str]) -> list[ParsedOutcome]:

@@ -120,6 +120,10 @@ class JudgeBackbone:
         failure_ends: whether a step the judge overrules to a failure still ends the episode: True where
             the env ends on failure too (a WebShop purchase), False where only a win ends it (ALFWorld: a
             wrong placement leaves the game running, as in the real env).
+        score_head: a second logit, the env's score of the step (WebShop's partial purchase score in
+            [0, 1]: attributes, options, price and type matched), which pays a failed purchase what the
+            real env would instead of the generated score. A saved judge at ``path`` without one keeps
+            its success logit and gains a fresh score logit (fine-tune it further).
     """
 
     path: str | None = None
@@ -128,6 +132,7 @@ class JudgeBackbone:
     max_length: int = 160
     threshold: float = 0.5
     failure_ends: bool = True
+    score_head: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -143,11 +148,16 @@ class JudgeBackbone:
             raise ValueError("; ".join(problems))
 
     def build(self) -> RewardJudge:
-        """A judge with one fresh output logit (or the saved judge at ``path``)."""
+        """A judge with fresh output logits (success, and the score with ``score_head``), or the saved judge at
+        ``path`` (given a score logit when ``score_head`` asks and it has none)."""
         from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig
 
+        labels = 2 if self.score_head else 1
         if self.path is not None and (Path(self.path) / JUDGE_FILE).is_file():
-            return RewardJudge.from_pretrained(self.path)
+            judge = RewardJudge.from_pretrained(self.path)
+            if self.score_head and not judge.has_score_head:
+                judge.add_score_head()
+            return judge
         source = self.path or str(_minilm_path())
         if self.path is not None and not Path(self.path).is_dir():
             raise FileNotFoundError(
@@ -163,7 +173,7 @@ class JudgeBackbone:
                 num_attention_heads=2,
                 intermediate_size=64,
                 max_position_embeddings=max(self.max_length, 64),
-                num_labels=1,
+                num_labels=labels,
                 initializer_range=0.3,
                 hidden_dropout_prob=0.0,
                 attention_probs_dropout_prob=0.0,
@@ -175,7 +185,7 @@ class JudgeBackbone:
             quiet = logging.get_verbosity()
             logging.set_verbosity_error()  # "classifier.* newly initialised" is the point here
             try:
-                model = AutoModelForSequenceClassification.from_pretrained(source, num_labels=1)
+                model = AutoModelForSequenceClassification.from_pretrained(source, num_labels=labels)
             finally:
                 logging.set_verbosity(quiet)
         return RewardJudge(model, tokenizer, self.env, self.max_length, self.threshold, self.failure_ends)
@@ -192,10 +202,11 @@ def _minilm_path() -> Path:
 
 
 class RewardJudge(torch.nn.Module):
-    """A sequence-pair classifier whose one logit is the log-odds of success (module docstring).
+    """A sequence-pair classifier whose first logit is the log-odds of success (module docstring) and whose
+    optional second logit is the log-odds of the step's score (``sigmoid`` gives the score in [0, 1]).
 
     Args:
-        model: a ``transformers`` sequence-classification model with ``num_labels=1``.
+        model: a ``transformers`` sequence-classification model with ``num_labels`` 1 or 2.
         tokenizer: its tokenizer.
         env: the env whose terminal steps it judges.
         max_length: longest input pair in tokens.
@@ -213,9 +224,10 @@ class RewardJudge(torch.nn.Module):
         failure_ends: bool = True,
     ):
         super().__init__()
-        if getattr(model.config, "num_labels", 1) != 1:
+        if getattr(model.config, "num_labels", 1) not in (1, 2):
             raise ValueError(
-                f"RewardJudge needs a model with num_labels=1 (one logit), got {model.config.num_labels}"
+                f"RewardJudge needs a model with num_labels 1 (success) or 2 (success, score), got "
+                f"{model.config.num_labels}"
             )
         self.model, self.tokenizer = model, tokenizer
         self.env, self.max_length, self.threshold = env, int(max_length), float(threshold)
@@ -245,11 +257,65 @@ class RewardJudge(torch.nn.Module):
         )  # fmt: skip
         return {k: v.to(self.device) for k, v in enc.items()}
 
+    @property
+    def has_score_head(self) -> bool:
+        """Whether the judge predicts the step's score too (a second logit)."""
+        return int(self.model.config.num_labels) == 2
+
+    def add_score_head(self) -> None:
+        """Give a success-only judge a score logit: the classifier grows a second output row (zero weights,
+        zero bias: score 0.5 until trained); the success logit is unchanged."""
+        head = self.model.classifier
+        grown = torch.nn.Linear(head.in_features, 2, device=head.weight.device, dtype=head.weight.dtype)
+        with torch.no_grad():
+            grown.weight.zero_()
+            grown.bias.zero_()
+            grown.weight[0].copy_(head.weight[0])
+            grown.bias[0].copy_(head.bias[0])
+        self.model.classifier = grown
+        self.model.config.num_labels = 2
+        self.model.num_labels = 2
+
+    def logits(self, **enc: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, L)`` for an :meth:`encode` batch: column 0 success, column 1 (with a score head) the
+        score's log-odds."""
+        return self.model(**enc).logits
+
     def forward(self, **enc: torch.Tensor) -> torch.Tensor:
         """Logits ``(B,)`` of success for an :meth:`encode` batch."""
-        return self.model(**enc).logits.squeeze(-1)
+        return self.logits(**enc)[:, 0]
 
     @torch.no_grad()
+    def predict(
+        self,
+        instructions: Sequence[str],
+        states: Sequence[str],
+        actions: Sequence[str],
+        batch_size: int = 64,
+        histories: Sequence[Sequence[str]] | None = None,
+    ) -> tuple[list[float], list[float] | None]:
+        """``P(success)`` of each step and, with a score head, its predicted score (else None); eval mode,
+        no gradients, batches of ``batch_size``; ``histories`` as in :meth:`encode`."""
+        histories = histories if histories is not None else [()] * len(instructions)
+        was_training = self.model.training
+        self.model.eval()
+        probs: list[float] = []
+        scores: list[float] = []
+        try:
+            for i in range(0, len(instructions), batch_size):
+                sl = slice(i, i + batch_size)
+                out = torch.sigmoid(
+                    self.logits(
+                        **self.encode(instructions[sl], states[sl], actions[sl], histories[sl])
+                    ).float()
+                )
+                probs += out[:, 0].tolist()
+                if self.has_score_head:
+                    scores += out[:, 1].tolist()
+        finally:
+            self.model.train(was_training)
+        return probs, (scores if self.has_score_head else None)
+
     def predict_proba(
         self,
         instructions: Sequence[str],
@@ -258,20 +324,8 @@ class RewardJudge(torch.nn.Module):
         batch_size: int = 64,
         histories: Sequence[Sequence[str]] | None = None,
     ) -> list[float]:
-        """``P(success)`` of each step (eval mode, no gradients, batches of ``batch_size``; ``histories`` as
-        in :meth:`encode`)."""
-        histories = histories if histories is not None else [()] * len(instructions)
-        was_training = self.model.training
-        self.model.eval()
-        out: list[float] = []
-        try:
-            for i in range(0, len(instructions), batch_size):
-                sl = slice(i, i + batch_size)
-                logits = self(**self.encode(instructions[sl], states[sl], actions[sl], histories[sl]))
-                out += torch.sigmoid(logits.float()).tolist()
-        finally:
-            self.model.train(was_training)
-        return out
+        """``P(success)`` of each step (:meth:`predict` without the scores)."""
+        return self.predict(instructions, states, actions, batch_size, histories)[0]
 
     def settings(self) -> dict[str, Any]:
         return {"env": self.env, "max_length": self.max_length, "threshold": self.threshold,
@@ -310,14 +364,20 @@ _VERDICT = re.compile(
     re.S,
 )
 _SCORE_LINE = re.compile(r"^\[score\] .*$", re.M)
+MAX_FAILED_SCORE = 0.99  # a failed step's predicted score stays below a success's 1.0
 
 
 def judged_outcome(
-    pred: ParsedOutcome, p_success: float, threshold: float = 0.5, failure_ends: bool = True
+    pred: ParsedOutcome,
+    p_success: float,
+    threshold: float = 0.5,
+    failure_ends: bool = True,
+    score: float | None = None,
 ) -> ParsedOutcome:
     """``pred`` (a terminal step the experience model wrote) with the judge's verdict.
 
-    The reward is ``1`` iff ``p_success >= threshold``; the score is ``1.0`` for a success, else the
+    The reward is ``1`` iff ``p_success >= threshold``; the score is ``1.0`` for a success, else the judge's
+    predicted ``score`` (a judge with a score head; kept below 1, which only a success earns), else the
     generated score when it is below 1 (a partial match), else ``p_success``. Without ``failure_ends``
     (an env that only ends on a win, ALFWorld) a failure does not end the episode (done False, score 0).
     The reasoning's own verdict (the teacher's "N/M checks pass, so the score is S and the reward is R.") is replaced by the judge's
@@ -331,6 +391,8 @@ def judged_outcome(
         score = 1.0
     elif not done:  # the game goes on: nothing is scored yet
         score = 0.0
+    elif score is not None:
+        score = min(float(score), MAX_FAILED_SCORE)
     else:
         score = pred.score if pred.score < 1.0 else float(p_success)
     verdict = (
