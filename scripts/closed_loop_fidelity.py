@@ -140,6 +140,7 @@ def run_mode(name: str, args) -> dict:
     env = SyntheticEnv.from_checkpoint(
         args.experience, real_env="webshop", batch_size=[args.batch], max_steps=args.max_steps, seed=args.seed,
         **{"reward": args.reward, **MODES[name]}, **({"judge": args.judge} if args.judge else {}),
+        **({"record": args.record} if args.record and MODES[name].get("ground") else {}),
     )  # fmt: skip
     real = env.make_real_env()
     tasks = [i for i, t in enumerate(env.tasks) if real.task_index_of(t.task_id) is not None][: args.tasks]
@@ -319,6 +320,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--judge", help="a reward judge folder for the *_judge modes (default: the experience model's judge/)"
+    )
+    ap.add_argument(
+        "--record",
+        nargs="+",
+        default=[],
+        help="more real trajectory files the grounded modes read beside the buffer (SyntheticEnv.record)",
     )
     ap.add_argument("--probe", help="real trajectories (JSONL) to check the grounding against the real env")
     ap.add_argument("--probe-episodes", type=int, default=60)

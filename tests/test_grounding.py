@@ -364,3 +364,34 @@ def test_the_records_search_lists_most_of_what_the_real_search_lists(episodes):
                 mine = [ln for ln in ans.next_state.split("\n") if ln.startswith("[product] ")]
                 shared, total = shared + len(set(real) & set(mine)), total + len(real)
     assert total >= 50 and shared / total >= 0.6, (shared, total)
+
+
+def test_record_files_join_the_buffer_in_the_grounding_but_not_in_retrieval(episodes, tmp_path):
+    """``record``: episodes in trajectory files the grounding reads beside the buffer's (kept when the
+    buffer is re-indexed); the buffer the model retrieves from is unchanged; without ``ground`` refused."""
+    from dreamgym.schema import write_trajectories
+
+    expert = [t for t in episodes if t.policy == "expert"]
+    rest = [t for t in episodes if t.policy != "expert"]
+    extra = tmp_path / "extra.jsonl"
+    write_trajectories(extra, expert)
+    buf = _buffer(rest)
+    alone = WebShopGrounding().sync(buf)
+    both = WebShopGrounding().sync(buf).add_files([extra])
+    assert len(alone.purchases) < len(both.purchases)  # the expert's purchases are in the record now
+    assert set(both.items) == set(WebShopGrounding().sync(_buffer(episodes)).items)
+    both.sync(_buffer(rest))  # another buffer: the files are indexed again
+    assert set(both.items) == set(WebShopGrounding().sync(_buffer(episodes)).items)
+    traj = rest[0]
+    first = traj.transitions[0]
+    task = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
+    model = _Scripted(buf)
+    env = SyntheticEnv(model, [task], "webshop", batch_size=[1], ground=True, record=[str(extra)])
+    assert len(model.buffer) == len(buf) == sum(len(t.transitions) for t in rest)
+    assert len(env._grounding.purchases) == len(both.purchases)
+    with pytest.raises(ValueError, match="set ground=True"):
+        SyntheticEnv(model, [task], "webshop", batch_size=[1], record=[str(extra)])
+    with pytest.raises(FileNotFoundError):
+        SyntheticEnv(
+            model, [task], "webshop", batch_size=[1], ground=True, record=[str(tmp_path / "none.jsonl")]
+        )

@@ -30,8 +30,10 @@ purchase) is void as well.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from dreamgym.schema import Transition
@@ -66,6 +68,26 @@ class Grounding:
     def __init__(self) -> None:
         self._seen = 0  # buffer transitions indexed so far
         self._buffer: Any = None
+        self._files: list[Path] = []  # more real episodes in the record (:meth:`add_files`)
+
+    def add_files(self, paths: Sequence[str | os.PathLike]) -> Grounding:
+        """Put the real episodes of trajectory files ``paths`` in the record beside the buffer's (offline real
+        data the experience model was not trained on, e.g. the reward judge's purchases): their real
+        transitions are indexed now and again whenever the buffer changes; synthetic ones never are.
+        Returns ``self``.
+
+        Raises:
+            FileNotFoundError: a file that does not exist (named).
+        """
+        from dreamgym.schema import iter_transitions, read_trajectories
+
+        new = [Path(p) for p in paths]
+        for path in new:
+            for t in iter_transitions(read_trajectories(path)):
+                if t.source != "synthetic":
+                    self._index(t)
+        self._files += new
+        return self
 
     def sync(self, buffer: Any) -> Grounding:
         """Index the real transitions ``buffer`` (a :class:`~dreamgym.retrieval.buffer.ReplayBuffer`) holds
@@ -73,6 +95,8 @@ class Grounding:
         if buffer is not self._buffer:
             self._buffer, self._seen = buffer, 0
             self._reset()
+            files, self._files = self._files, []
+            self.add_files(files)
         for t in buffer.transitions[self._seen :]:
             if t.source != "synthetic":
                 self._index(t)

@@ -132,6 +132,9 @@ class SyntheticEnv(TextEnvBase):
             model), ``"nearest"`` (the nearest recorded real step: the retrieval-only ablation) or
             ``"search"`` (the env's rule over recorded entities where it has one, WebShop's results pages
             ranked by a search over the record's products; the model for the rest).
+        record: with ``ground``, trajectory files of more real episodes the grounding reads beside the
+            buffer's (e.g. the reward judge's train purchases: item, description and features pages of
+            products the buffer lacks); retrieval still searches the buffer only.
     """
 
     env_name = "synthetic"
@@ -150,6 +153,7 @@ class SyntheticEnv(TextEnvBase):
         reward: str = "generated",
         ground: bool = False,
         unrecorded: str = "model",
+        record: Sequence[str | os.PathLike] = (),
     ):
         if unrecorded not in UNRECORDED_MODES:
             raise ValueError(f"SyntheticEnv.unrecorded={unrecorded!r}; use one of {UNRECORDED_MODES}")
@@ -176,7 +180,14 @@ class SyntheticEnv(TextEnvBase):
                 "SyntheticEnv.ground=True reads the record from the experience model's replay buffer, and this "
                 "model has none; export it with its buffer/ (ExperienceSFT does) or set ground=False"
             )
+        if record and not self.ground:
+            raise ValueError(
+                f"SyntheticEnv.record={list(map(str, record))}: the record's extra files are read by the grounding; "
+                "set ground=True or leave record empty"
+            )
         self._grounding = self._real_cls.grounding() if self.ground else None
+        if self._grounding is not None and record:  # the buffer first (indexing it resets), then the files
+            self._grounding.sync(self.experience.buffer).add_files(list(record))
         self.grounded = 0  # steps read (or composed) from the record instead of the model
         self.valid_steps = 0  # valid actions simulated (the denominator of ``record_share``)
         self.model_paid = 0  # endings whose next state the record gave and whose reward the model said
@@ -209,6 +220,7 @@ class SyntheticEnv(TextEnvBase):
         reward: str = "generated",
         ground: bool = False,
         unrecorded: str = "model",
+        record: Sequence[str | os.PathLike] = (),
         **experience_kwargs,
     ) -> SyntheticEnv:
         """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
@@ -219,8 +231,8 @@ class SyntheticEnv(TextEnvBase):
             tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
                 (default: the train tasks of the buffer's transitions).
             buffer: replay-buffer directory (default ``<path>/buffer``).
-            batch_size, max_steps, seed, write_back, model_device, reward, ground, unrecorded: as in the
-                constructor
+            batch_size, max_steps, seed, write_back, model_device, reward, ground, unrecorded, record: as in
+                the constructor
                 (``reward="judge"`` needs the export's ``judge/`` folder).
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
                 ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
@@ -259,6 +271,7 @@ class SyntheticEnv(TextEnvBase):
             reward,
             ground,
             unrecorded,
+            record,
         )
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:
