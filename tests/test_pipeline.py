@@ -311,6 +311,15 @@ def test_real_env_stages_alone_skip_the_experience_model_and_judge(tmp_path):
     ]
     with pytest.raises(ValueError, match="plays a synthetic env"):
         rl_paths("configs/webshop_grpo.yaml", None, prep.policy_sft)
+    # a simulator an earlier call built is reported (its weights identify records), never rebuilt or built
+    (out / "experience_model").mkdir()
+    again = prepare(parse_pipeline_config(argv), StageClock("test"), simulator=False)
+    assert (
+        again.experience == out / "experience_model" and again.simulator is again.judge is None
+    )  # no on-policy
+    (out / "experience_model_onpolicy" / "judge").mkdir(parents=True)
+    again = prepare(parse_pipeline_config(argv), StageClock("test"), simulator=False)
+    assert again.simulator == out / "experience_model_onpolicy" and again.judge == again.simulator / "judge"
 
 
 def test_train_policy_episodes_spread_over_alfworlds_task_types():

@@ -158,7 +158,8 @@ def prepare(
     skipped when its output exists. With a ``budget``, its fit stages get their ``max_time`` from it.
     ``simulator=False`` runs only what the real env needs (data, tokenizer, warm start and its evaluation):
     no experience model, on-policy continuation or reward judge, so a real-env RL run need not wait hours for
-    a simulator it never plays (their fields are None; a later call with ``simulator=True`` builds them).
+    a simulator it never plays (their fields name them where an earlier call built them, else None; a later
+    call with ``simulator=True`` builds them).
 
     Raises:
         ValueError: before any stage, when ``out_dir`` is a file or cannot be written (a read-only mount).
@@ -227,6 +228,13 @@ def prepare(
             "reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, train, rollouts, test, purchases),
             sim / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget,
         )  # fmt: skip
+    if (
+        not simulator
+    ):  # built earlier: reported (their weights identify the records measured from them), not built
+        on_disk = lambda path: path if path.exists() else None  # noqa: E731
+        exp = on_disk(d / "experience_model")
+        sim = on_disk(d / "experience_model_onpolicy") if cfg.onpolicy_tasks > 0 else exp
+        judge = on_disk(sim / JUDGE_DIR) if sim is not None and cfg.judge_config is not None else None
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
                     simulator=sim, warm_episodes=warm, experience_episodes=extra, policy_episodes=policy_extra, judge=judge,
                     judge_purchases=purchases)  # fmt: skip
