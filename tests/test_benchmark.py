@@ -291,6 +291,16 @@ def test_real_env_arms_alone_prepare_no_simulator_and_keep_the_stored_ones_facts
     assert (
         suite._keep_simulator_record(dict(built), {"shared": old}) == built
     )  # a prepared simulator is the one
+    # a real-only process storing its record after a parallel one that built the simulator keeps its facts
+    path = tmp_path / "parallel.json"
+    real_only = {"weights_sha256": {"warm_start": "w", "simulator": None, "judge": None}}
+    suite._store(path, "dream/s0", {"arm": "dream"}, built)
+    merged = suite._store(path, "real/s0", {"arm": "real"}, real_only)
+    assert merged["shared"]["weights_sha256"]["simulator"] == "n" and set(merged["runs"]) == {
+        "dream/s0",
+        "real/s0",
+    }
+    assert real_only["weights_sha256"]["simulator"] is None  # the caller's record is not changed
 
 
 def test_rebuilding_the_shared_stages_on_other_hardware_is_refused_before_it_starts(tmp_path):

@@ -21,6 +21,7 @@ folder (:meth:`SuiteConfig.quick_config`): a check that every arm runs, not a re
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -337,11 +338,12 @@ def load_results(path: str | os.PathLike) -> dict:
 
 def _store(path: Path, key: str | None, record: dict | None, shared: dict) -> dict:
     """Add ``record`` under ``key`` to the results file as it is on disk now (so suites running other
-    arms in parallel processes keep each other's records) and return the merged results."""
+    arms in parallel processes keep each other's records, and a real-env-only process keeps the simulator
+    facts a parallel one wrote) and return the merged results."""
     from dreamgym.lab.provenance import write_result
 
     results = load_results(path)
-    results["shared"] = shared
+    results["shared"] = _keep_simulator_record(copy.deepcopy(shared), results)
     if key is not None:
         results["runs"][key] = record
     write_result(path, results)
