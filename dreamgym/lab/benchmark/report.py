@@ -18,6 +18,7 @@ the validation success curves of the RL arms.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from pathlib import Path
 
@@ -384,9 +385,7 @@ def _put_between(doc: Path, marker: str, name: str, text: str) -> None:
 def _document_section(doc: Path, text: str, report: Path) -> str:
     """The report ``text`` as the suite's section of ``doc``: figure links made relative to ``doc``, the
     title one level down."""
-    rel = report.parent
-    if rel.is_absolute() and rel.is_relative_to(doc.resolve().parent):
-        rel = rel.relative_to(doc.resolve().parent)
+    rel = Path(os.path.relpath(report.parent.resolve(), doc.resolve().parent))
     return text.replace("](suite_", f"]({rel.as_posix()}/suite_").replace(
         "## Benchmark suite", "### Benchmark suite"
     )
