@@ -94,7 +94,7 @@ def breakdown(env: WebShopEnv, trajs: list[Trajectory]) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source", nargs="+", required=True, metavar="NAME=EPISODES.jsonl")
+    ap.add_argument("--source", nargs="+", action="extend", required=True, metavar="NAME=EPISODES.jsonl")
     ap.add_argument("--agent", nargs="*", default=[], help="scripted agents to play the same task ids")
     ap.add_argument("--split", default="test")
     ap.add_argument("--seed", type=int, default=0)
