@@ -178,10 +178,12 @@ def prepare(
         else None
     )
     exp_train = [train] + ([extra] if extra is not None else [])
-    exp = None if not simulator else stage(
+    # without ``simulator`` its stages are not run; what an earlier call built is still reported (_built)
+    exp_dir, onpolicy_dir = d / "experience_model", d / "experience_model_onpolicy"
+    exp = _built(exp_dir) if not simulator else stage(
         "experience_sft", fit_stage, cfg.experience_config,
         [*experience_args(tok, exp_train, test, None), *cfg.experience_args],
-        d / "experience_model", "model.init_args.export_dir", None, budget,
+        exp_dir, "model.init_args.export_dir", None, budget,
     )  # fmt: skip
     policy_extra = stage("collect_policy", policy_episodes_stage, cfg) if cfg.policy_episodes else None
     policy_train = [train] + ([policy_extra] if policy_extra is not None else [])
@@ -207,7 +209,9 @@ def prepare(
             d / name, "model.init_args.save_dir", None, budget,
         )  # fmt: skip
     sim, rollouts = exp, None
-    if cfg.onpolicy_tasks > 0 and simulator:
+    if cfg.onpolicy_tasks > 0 and not simulator:
+        sim = _built(onpolicy_dir)
+    elif cfg.onpolicy_tasks > 0:
         rollouts = stage(
             "onpolicy_rollouts", policy_episodes, cfg, sft, "train", cfg.onpolicy_tasks,
             d / "policy_rollouts_train.jsonl", _episode_minutes(budget, "onpolicy_rollouts"),
@@ -215,29 +219,30 @@ def prepare(
         sim = stage(
             "experience_onpolicy", fit_stage, cfg.experience_config,
             [*experience_args(tok, [*exp_train, rollouts], test, exp), *cfg.onpolicy_experience_args],
-            d / "experience_model_onpolicy", "model.init_args.export_dir", None, budget,
+            onpolicy_dir, "model.init_args.export_dir", None, budget,
         )  # fmt: skip
     warm = stage(
         "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, warm_episodes_path(cfg),
         _episode_minutes(budget, "evaluate_policy_sft"),
     )  # fmt: skip
     judge = purchases = None
-    if cfg.judge_config is not None and simulator:
+    if cfg.judge_config is not None and not simulator:
+        judge = _built(sim / JUDGE_DIR) if sim is not None else None
+    elif cfg.judge_config is not None:
         purchases = stage("collect_judge", judge_purchases_stage, cfg)
         judge = stage(
             "reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, train, rollouts, test, purchases),
             sim / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget,
         )  # fmt: skip
-    if (
-        not simulator
-    ):  # built earlier: reported (their weights identify the records measured from them), not built
-        on_disk = lambda path: path if path.exists() else None  # noqa: E731
-        exp = on_disk(d / "experience_model")
-        sim = on_disk(d / "experience_model_onpolicy") if cfg.onpolicy_tasks > 0 else exp
-        judge = on_disk(sim / JUDGE_DIR) if sim is not None and cfg.judge_config is not None else None
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
                     simulator=sim, warm_episodes=warm, experience_episodes=extra, policy_episodes=policy_extra, judge=judge,
                     judge_purchases=purchases)  # fmt: skip
+
+
+def _built(out: Path) -> Path | None:
+    """``out`` where a stage already wrote it (a stage's output exists only once it is complete), else None:
+    a simulator stage not run now is still reported, since its weights identify the records measured from it."""
+    return out if out.exists() else None
 
 
 def _episode_minutes(budget: TimeBudget | None, name: str) -> float | None:

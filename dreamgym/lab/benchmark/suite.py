@@ -21,7 +21,6 @@ folder (:meth:`SuiteConfig.quick_config`): a check that every arm runs, not a re
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -343,7 +342,7 @@ def _store(path: Path, key: str | None, record: dict | None, shared: dict) -> di
     from dreamgym.lab.provenance import write_result
 
     results = load_results(path)
-    results["shared"] = _keep_simulator_record(copy.deepcopy(shared), results)
+    results["shared"] = _keep_simulator_record(shared, results)
     if key is not None:
         results["runs"][key] = record
     write_result(path, results)
@@ -527,14 +526,14 @@ _SIMULATOR_COUNTS = ("onpolicy_train_transitions", "experience_train_transitions
 
 
 def _keep_simulator_record(shared: dict, stored: dict) -> dict:
-    """``shared`` with the stored shared record's simulator and judge facts (weights, transition counts) kept
-    where this run prepared the real-env stages only (their SHA-256 is None): records measured from that
-    simulator keep what they were measured from."""
+    """``shared``, or where this run prepared the real-env stages only (its simulator SHA-256 is None) a copy
+    with the stored shared record's simulator and judge facts (weights, transition counts): records measured
+    from that simulator keep what they were measured from. ``shared`` itself is not changed."""
     old = stored.get("shared", {})
-    sha, old_sha = shared["weights_sha256"], old.get("weights_sha256") or {}
-    if sha["simulator"] is None and old_sha.get("simulator") is not None:
-        sha.update(simulator=old_sha["simulator"], judge=old_sha.get("judge"))
-        shared.update({k: old[k] for k in _SIMULATOR_COUNTS if k in old})
+    old_sha = old.get("weights_sha256") or {}
+    if shared["weights_sha256"]["simulator"] is None and old_sha.get("simulator") is not None:
+        sha = {**shared["weights_sha256"], "simulator": old_sha["simulator"], "judge": old_sha.get("judge")}
+        return {**shared, **{k: old[k] for k in _SIMULATOR_COUNTS if k in old}, "weights_sha256": sha}
     return shared
 
 
