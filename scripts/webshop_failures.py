@@ -76,12 +76,13 @@ def classify(env: WebShopEnv, traj: Trajectory) -> tuple[str, list[str], bool]:
 
 
 def breakdown(env: WebShopEnv, trajs: list[Trajectory]) -> dict:
-    kinds, terms, listed = Counter(), Counter(), 0
+    kinds, terms, listed, outcomes = Counter(), Counter(), 0, []
     for traj in trajs:
         kind, missed, seen = classify(env, traj)
         kinds[kind] += 1
         terms.update(missed)
         listed += seen
+        outcomes.append({"task_id": traj.task_id, "kind": kind, "missed": missed, "target_listed": seen})
     n = max(len(trajs), 1)
     return {
         "episodes": len(trajs),
@@ -89,6 +90,7 @@ def breakdown(env: WebShopEnv, trajs: list[Trajectory]) -> dict:
         "kinds": {k: kinds[k] / n for k in KINDS},
         "terms_missed": {k: terms[k] / n for k in KINDS[1:]},
         "target_listed": listed / n,
+        "episodes_by_task": outcomes,  # each episode's kind: the figures above are recomputed from these
     }
 
 
