@@ -25,15 +25,19 @@ arguments); anything else (a list, a scalar, ``null``) replaces the base's value
 written with a trailing ``+`` (``pipeline_args+: [...]``), whose list is appended to the base's list.
 ``--print_config`` prints the composed result; :func:`load_config` returns it to code that reads a
 config's values.
+
+Code that fills settings in (the lab's paths, a seed) writes them in the same nesting with :func:`nested`;
+:func:`flat_settings` reads what a list of overrides (config pieces and ``--key=value`` arguments) sets.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BASE_KEY", "load_config", "compose", "merge", "expand_config_args"]
+__all__ = ["BASE_KEY", "load_config", "compose", "merge", "expand_config_args", "nested", "flat_settings"]
 
 BASE_KEY = "__base__"
 """The key naming the files a mapping is built on."""
@@ -155,4 +159,74 @@ def expand_config_args(argv: list[str], flags: tuple[str, ...] = ("--config", "-
         else:
             out.append(arg)
         i += 1
+    return out
+
+
+def nested(settings: dict[str, Any]) -> dict:
+    """The config piece of dotted-key ``settings``, in the config's own nesting::
+
+        nested({"model.init_args.lm.init_args.path": p, "data.init_args.val_files": [q]})
+        == {"model": {"init_args": {"lm": {"init_args": {"path": str(p)}}}},
+            "data": {"init_args": {"val_files": [str(q)]}}}
+
+    Keys that share a prefix share its mapping; a path (alone or in a list) becomes its string.
+
+    Raises:
+        ValueError: one key sets a value where another nests under it (``a.b`` and ``a.b.c``).
+    """
+    out: dict = {}
+    for key, value in settings.items():
+        *parents, leaf = key.split(".")
+        node = out
+        for i, part in enumerate(parents):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(
+                    f"nested: {key!r} nests under {'.'.join(parents[: i + 1])!r}, which is set to a value"
+                )
+        if isinstance(node.get(leaf), dict):
+            raise ValueError(f"nested: {key!r} is set to a value and also nests other keys")
+        node[leaf] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def flat_settings(overrides: Iterable[str | dict]) -> dict[str, Any]:
+    """Dotted key -> value of what ``overrides`` set, applied in order: config pieces (nested mappings,
+    flattened to their leaves) and ``--key=value`` arguments (the value read as YAML, as the command line
+    reads it; a mapping there stays one value, set whole). A later setting wins, and one set whole replaces
+    what was set under it (``--trainer.logger=false`` after ``trainer.logger.init_args.save_dir``)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+
+    def assign(key: str, value: Any) -> None:
+        for old in [k for k in out if k == key or k.startswith(key + ".") or key.startswith(k + ".")]:
+            del out[old]
+        out[key] = value
+
+    def leaves(node: dict, prefix: str) -> None:
+        for k, v in node.items():
+            if isinstance(v, dict) and v:
+                leaves(v, f"{prefix}{k}.")
+            else:
+                assign(f"{prefix}{k}", v)
+
+    for item in overrides:
+        if isinstance(item, dict):
+            leaves(item, "")
+            continue
+        key, eq, value = str(item).partition("=")
+        try:
+            parsed = yaml.safe_load(value) if eq else None
+        except yaml.YAMLError:
+            parsed = value
+        assign(key.removeprefix("--"), parsed)
     return out

@@ -12,7 +12,7 @@ import os
 import re
 import warnings
 
-__all__ = ["main", "run_fit", "run_validate", "run_test", "run_predict", "LINKS", "STAGES"]
+__all__ = ["main", "resolve_config", "run_fit", "run_validate", "run_test", "run_predict", "LINKS", "STAGES"]
 
 STAGES = ("fit", "validate", "test", "predict")
 """The LightningCLI subcommands."""
@@ -26,9 +26,10 @@ LINKS: list[tuple[str, str]] = [
 """``parser.link_arguments(source, target)`` pairs: the target is computed, never given in YAML."""
 
 
-def _lightning_cli(argv: list[str], run: bool = True, built: list | None = None):
-    """The LightningCLI on ``argv``; ``run=False`` only parses and instantiates (used by tests). The trainer
-    is appended to ``built`` as soon as it exists (a run stopped by a signal never returns the CLI)."""
+def _lightning_cli(argv: list[str], run: bool = True, built: list | None = None, instantiate: bool = True):
+    """The LightningCLI on ``argv``; ``run=False`` only parses and instantiates (used by tests), and with
+    ``instantiate=False`` too it only parses (:func:`resolve_config`). The trainer is appended to ``built``
+    as soon as it exists (a run stopped by a signal never returns the CLI)."""
     built = [] if built is None else built
     from lightning.pytorch import LightningDataModule, LightningModule
     from lightning.pytorch.cli import LightningCLI
@@ -36,7 +37,13 @@ def _lightning_cli(argv: list[str], run: bool = True, built: list | None = None)
     import dreamgym.strategies  # noqa: F401  (registers the deepspeed_cpu* names for --trainer.strategy)
 
     class DreamGymCLI(LightningCLI):
+        def instantiate_classes(self) -> None:
+            if instantiate:
+                super().instantiate_classes()
+
         def before_instantiate_classes(self) -> None:
+            if not instantiate:
+                return
             # run=False parses without a subcommand: the trainer's keys are at the top level
             cfg = self.config.get(self.subcommand) if self.subcommand else self.config
             if cfg is not None and cfg.get("ckpt_path") == "last":
@@ -275,6 +282,22 @@ def _refuse_pipeline_config(argv: list[str]) -> None:
                     f"--config {value} is a pipeline config (it has experience_config/out_dir); run it with "
                     f"`python -m dreamgym pipeline --config {value}`"
                 )
+
+
+def resolve_config(argv: list[str]) -> dict:
+    """The config a fit with ``argv`` (``["--config", X, ...]``, no stage name) would run with: composed,
+    parsed and checked by the LightningCLI (every key and type, the chosen classes' arguments included), as
+    ``--print_config`` prints it; nothing is built or run.
+
+    Raises:
+        ValueError: an option the config does not take or a value of the wrong type (one line, as :func:`main`).
+    """
+    from jsonargparse import ArgumentError
+
+    try:
+        return _lightning_cli(argv, run=False, instantiate=False).config.as_dict()
+    except ArgumentError as exc:
+        raise _parse_error("fit", str(exc)) from None
 
 
 def run_fit(argv: list[str]) -> None:

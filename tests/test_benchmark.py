@@ -6,7 +6,7 @@ import math
 import sys
 
 import pytest
-from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL_ARGS, pipeline_argv
+from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL, TINY_RL_ARGS, TINY_SYNTHETIC_ENV, pipeline_overrides
 
 from dreamgym.lab.benchmark.report import (
     arm_summary,
@@ -29,6 +29,11 @@ from dreamgym.lab.benchmark.suite import (
 )
 from dreamgym.lab.pipeline import Prepared
 from dreamgym.schema import read_trajectories
+
+
+def _sched(init_args: dict) -> dict:
+    """The config piece of an RL config's schedule arguments."""
+    return {"model": {"init_args": {"schedule": {"init_args": init_args}}}}
 
 
 def _rec(arm, seed, successes, online=0, fit=100.0, tasks=None):
@@ -85,7 +90,7 @@ def test_arm_summary_and_crossover():
 
 
 def test_an_ablation_variant_trains_on_the_shared_models_data(tmp_path):
-    """Only its own args differ: the experience model's extra episodes (ALFWorld's near misses) included."""
+    """Only its own overrides differ: the experience model's extra episodes (ALFWorld's near misses) included."""
     from types import SimpleNamespace
 
     from dreamgym.lab.benchmark.suite import _variant_model
@@ -100,18 +105,17 @@ def test_an_ablation_variant_trains_on_the_shared_models_data(tmp_path):
     prep = Prepared(
         p["train"], p["test"], p["tok"], p["exp"], p["sft"], p["roll"], p["sim"], p["warm"], p["near"]
     )
+    a, b, k0 = {"a": 1}, {"b": 2}, {"data": {"init_args": {"k": 0}}}
     pcfg = SimpleNamespace(
-        experience_config="x.yaml", experience_args=["--a"], onpolicy_experience_args=["--b"]
+        experience_config="x.yaml", experience_overrides=[a], onpolicy_experience_overrides=[b]
     )
-    _variant_model(
-        _suite(tmp_path), pcfg, prep, ExperienceVariant("no_retrieval", ["--data.init_args.k=0"]), stage
-    )
+    _variant_model(_suite(tmp_path), pcfg, prep, ExperienceVariant("no_retrieval", [k0]), stage)
     offline, onpolicy = fits
-    assert (
-        f"--data.init_args.train_files=[{p['train']},{p['near']}]" in offline
-        and offline[-1] == "--data.init_args.k=0"
-    )
-    assert f"--data.init_args.train_files=[{p['train']},{p['near']},{p['roll']}]" in onpolicy
+    assert offline[0]["data"]["init_args"]["train_files"] == [str(p["train"]), str(p["near"])]
+    assert offline[1:] == [a, k0] and onpolicy[1:] == [b, k0]
+    assert onpolicy[0]["data"]["init_args"]["train_files"] == [str(p[k]) for k in ("train", "near", "roll")]
+    first = tmp_path / "out" / "experience" / "no_retrieval" / "offline"  # the variant's own first fit
+    assert onpolicy[0]["model"]["init_args"]["lm"]["init_args"]["path"] == str(first)
 
 
 def _suite(tmp_path, **kw):
@@ -210,20 +214,35 @@ def test_suite_config_errors_name_the_field(tmp_path):
             arms=[Arm("a", "x.yaml", experience="nope")],
             experience_variants=[ExperienceVariant("k0")],
         )
-    with pytest.raises(ValueError, match="names \\{budget\\}, which is not in `values`"):
-        _suite(tmp_path, values={"iterations": 2}).fill(["--x={budget}"], seed=0)
-    filled = _suite(tmp_path, values={"iterations": 2}).fill(
-        ["--i={iterations}", "--s={seed}", "--k={a: 1}"], 3
+    toy = _suite(tmp_path, values={"iterations": 2})
+    with pytest.raises(ValueError, match="template \\{budget\\} is not in `values`"):
+        toy.fill([{"x": "{budget}"}], seed=0)
+    filled = toy.fill(
+        [{"i": "{iterations}", "s": ["{seed}"], "n": "run{seed}", "k": '{"a": 1}', "f": 0.5}], 3
     )
-    assert filled == ["--i=2", "--s=3", "--k={a: 1}"]  # a YAML flow mapping is not a template
+    assert filled == [{"i": 2, "s": [3], "n": "run3", "k": '{"a": 1}', "f": 0.5}]  # a value stays a number
+    with pytest.raises(
+        ValueError, match='unquoted in YAML is the mapping .*quote the template: "\\{iterations\\}"'
+    ):
+        toy.fill([{"model": {"iterations": {"iterations": None}}}], 0)  # `iterations: {iterations}` in YAML
     with pytest.raises(ValueError, match="--only names unknown arm\\(s\\) \\['nope'\\]"):
         parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--only=[nope]"])
     with pytest.raises(ValueError, match="arm 'b' extends 'a', which is not an RL arm listed before it"):
         _suite(tmp_path, arms=[Arm("b", extends="a"), Arm("a", "x.yaml")])
-    arms = [Arm("a", "x.yaml", ["--lr=1"]), Arm("b", args=["--kl=2"], extends="a")]
+    lr, kl = {"model": {"init_args": {"lr": 1}}}, {"model": {"init_args": {"kl": 2}}}
+    arms = [Arm("a", "x.yaml", [lr]), Arm("b", overrides=[kl], extends="a")]
     recipe = _suite(tmp_path, arms=arms, quick_preset={"seeds": [0]})
-    assert (recipe.arms[1].rl_config, recipe.arms[1].args) == ("x.yaml", ["--lr=1", "--kl=2"])
-    assert recipe.quick_config().arms[1].args == ["--lr=1", "--kl=2"]  # resolved once, not again
+    assert (recipe.arms[1].rl_config, recipe.arms[1].overrides) == ("x.yaml", [lr, kl])
+    assert recipe.quick_config().arms[1].overrides == [lr, kl]  # resolved once, not again
+    assert recipe.arm_overrides(recipe.arms[1], 4) == [{"seed_everything": 4}, lr, kl]
+    with pytest.raises(
+        ValueError,
+        match=r"arms\[a\].overrides: '--model.init_args.lr=1' is a command-line argument; "
+        r"a piece is written in the config's own nesting: \{model: \{init_args: \{lr: 1\}\}\}",
+    ):
+        _suite(tmp_path, arms=[Arm("a", "x.yaml", ["--model.init_args.lr=1"])])
+    with pytest.raises(FileNotFoundError, match=r"common_overrides: 'nope.yaml' is not a mapping or a file"):
+        _suite(tmp_path, common_overrides=["nope.yaml"])
     bad = tmp_path / "res.json"
     bad.write_text("{")
     with pytest.raises(ValueError, match="res.json is not valid JSON"):
@@ -323,10 +342,15 @@ def test_rebuilding_the_shared_stages_on_other_hardware_is_refused_before_it_sta
 
 
 def test_a_new_reward_judge_refuses_only_where_a_record_was_rewarded_by_the_old_one(tmp_path):
+    env = {"write_back": True, "reward": "judge"}
     judge_args = [
-        '--model.init_args.schedule.init_args.env.init_args.kwargs={"write_back": true, "reward": "judge"}'
+        {"model": {"init_args": {"schedule": {"init_args": {"env": {"init_args": {"kwargs": env}}}}}}}
     ]
-    assert uses_judge(judge_args) and uses_judge(["--x.kwargs={reward: judge}"])
+    assert uses_judge(judge_args) and not uses_judge(
+        [{"x": {"kwargs": {"reward": "generated"}}}, {"seed_everything": 0}]
+    )
+    old = '--model.init_args.schedule.init_args.env.init_args.kwargs={"write_back": true, "reward": "judge"}'
+    assert uses_judge([old]) and uses_judge(["--x.kwargs={reward: judge}"])  # records written before pieces
     assert not uses_judge(['--x.kwargs={"reward": "generated"}', "--judge_config=j.yaml"])
     cfg = _suite(
         tmp_path, arms=[Arm("warm_start"), Arm("dream", "y.yaml"), Arm("judged", "y.yaml", judge_args)]
@@ -339,9 +363,10 @@ def test_a_new_reward_judge_refuses_only_where_a_record_was_rewarded_by_the_old_
         "runs": {"warm_start/s0": warm, "dream/s0": {**_rec("dream", 0, "01"), "args": []}},
     }
     check_same_shared_stages(cfg, stored, shared, warm)  # the simulating record used the generated reward
-    stored["runs"]["judged/s0"] = {**_rec("judged", 0, "01"), "args": judge_args}
-    with pytest.raises(ValueError, match="its judge weights had SHA-256 oooooooooooo"):
-        check_same_shared_stages(cfg, stored, shared, warm)
+    for args in (judge_args, [old]):  # a record of config pieces, and one written before them
+        stored["runs"]["judged/s0"] = {**_rec("judged", 0, "01"), "args": args}
+        with pytest.raises(ValueError, match="its judge weights had SHA-256 oooooooooooo"):
+            check_same_shared_stages(cfg, stored, shared, warm)
     stored["shared"]["weights_sha256"]["judge"] = None  # stored before judges were hashed: not compared
     check_same_shared_stages(cfg, stored, shared, warm)
 
@@ -361,7 +386,12 @@ def test_bundled_suite_config_parses(tmp_path):
     with pytest.raises(ValueError, match=r"--seeds \[1, 7\] names seed\(s\) \[7\] that no arm plans"):
         parse_suite_config(["--config", "configs/benchmark_webshop.yaml", "--seeds=[1, 7]"])
     for arm in cfg.arms:  # every template has its value
-        cfg.fill([*cfg.common_args, *arm.args], 0)
+        cfg.arm_overrides(arm, 0)
+    ppo = next(a for a in cfg.arms if a.name == "real_ppo")  # extends real_grpo, then lists a piece file
+    assert (
+        ppo.rl_config == "configs/webshop_real_grpo.yaml"
+        and ppo.overrides[-1]["model"]["init_args"]["critic_lr"] == 1e-4
+    )
     assert cfg.command == "python -m dreamgym benchmark --config configs/benchmark_webshop.yaml"
     other, _ = parse_suite_config(
         [
@@ -382,14 +412,19 @@ def test_bundled_suite_config_parses(tmp_path):
     assert all(quick.arm_seeds(a) == [0] for a in quick.arms) and quick.document is quick.summary is None
     assert (
         str(quick.results) == "x/b_quick/suite_webshop.json"
-        and "--out_dir=x/b_quick/shared" in quick.pipeline_args
+        and quick.pipeline_overrides["out_dir"] == "x/b_quick/shared"
     )
-    assert not any("{out_dir}" in a for a in quick.pipeline_args) and quick.values["iterations"] == 1
-    aw, _ = parse_suite_config(["--config", "configs/benchmark_alfworld.yaml", "--quick=true"])
+    assert "{out_dir}" not in json.dumps(quick.pipeline_overrides) and quick.values["iterations"] == 1
+    fit = quick.pipeline_overrides["policy_sft_overrides"][0]["trainer"]
     assert (
-        str(aw.results) == "artifacts/benchmark_alfworld_quick/suite_alfworld.json"
-        and "--max_steps=4" in aw.pipeline_args
-    )
+        fit["default_root_dir"] == "x/b_quick/shared/runs" and fit["max_steps"] == 2
+    )  # a YAML alias, filled
+    assert (
+        quick.arm_overrides(quick.arms[1], 0)[-2]["trainer"]["enable_checkpointing"] is False
+    )  # quick common
+    aw, _ = parse_suite_config(["--config", "configs/benchmark_alfworld.yaml", "--quick=true"])
+    assert str(aw.results) == "artifacts/benchmark_alfworld_quick/suite_alfworld.json"
+    assert aw.pipeline_overrides["max_steps"] == 4 and aw.pipeline_overrides["vocab_size"] == 400  # merged
     with pytest.raises(ValueError, match="no `quick_preset` section"):
         _suite(tmp_path, arms=[Arm("warm_start")]).quick_config()
     with pytest.raises(ValueError, match=r"quick_preset: unknown key\(s\) \['results'\]"):
@@ -419,24 +454,19 @@ def test_quick_suite_runs_every_bundled_arm(tmp_path):
 @pytest.mark.slow
 def test_tiny_suite_end_to_end_and_resumable(tmp_path):
     out = tmp_path / "ws"
-    quiet = [
-        f"--trainer.default_root_dir={out}/runs",
-        "--trainer.callbacks=[]",
-        "--trainer.enable_progress_bar=false",
-        "--trainer.enable_checkpointing=false",
-    ]  # fmt: skip  (a logger: the records read its counters)
-    real_env = [
-        f"--model.init_args.schedule.init_args.env.init_args.{k}" for k in ("batch_size=2", "max_steps=2")
-    ]
+    quiet = {"trainer": {**QUIET, "default_root_dir": f"{out}/runs"}}
+    del quiet["trainer"]["logger"]  # a logger: the records read its counters
+    real_env = {"env": {"init_args": {"batch_size": 2, "max_steps": 2}}, "budget": "{budget}"}
     arms = [
         Arm("warm_start"),
-        Arm("real_grpo", "configs/webshop_real_grpo.yaml", [*real_env, "--model.init_args.schedule.init_args.budget={budget}"]),
+        Arm("real_grpo", "configs/webshop_real_grpo.yaml", [_sched(real_env)]),
         Arm("dreamgym_grpo", "configs/webshop_grpo.yaml", SYNTHETIC_ENV, seeds=[0, 1]),
         Arm("dreamgym_grpo_k0", "configs/webshop_grpo.yaml", SYNTHETIC_ENV, experience="k0"),
     ]  # fmt: skip
+    k0 = ExperienceVariant("k0", [{"data": {"init_args": {"k": 0}}}])
     cfg = _suite(
-        tmp_path, pipeline_args=pipeline_argv(out, QUIET), seeds=[0], values={"budget": 8}, arms=arms,
-        common_args=[*quiet, *TINY_RL_ARGS], experience_variants=[ExperienceVariant("k0", ["--data.init_args.k=0"])],
+        tmp_path, pipeline_overrides=pipeline_overrides(out, QUIET), seeds=[0], values={"budget": 8}, arms=arms,
+        common_overrides=[quiet, *TINY_RL_ARGS], experience_variants=[k0],
     )  # fmt: skip
     first = run_suite(cfg, seeds=[0])  # a selection: the report still plans dreamgym_grpo's seed 1
     assert "dreamgym_grpo/s1" not in first["runs"] and "dreamgym_grpo/s0" in first["runs"]
@@ -464,7 +494,8 @@ def test_tiny_suite_end_to_end_and_resumable(tmp_path):
     assert runs["warm_start/s0"]["real_transitions"]["online"] == 0
     for r in runs.values():
         assert len(r["successes"]) == 2 and r["task_ids"] == runs["warm_start/s0"]["task_ids"]
-    assert "--seed_everything=1" in runs["dreamgym_grpo/s1"]["args"] and dream["fit_seconds"] > 0
+    assert runs["dreamgym_grpo/s1"]["args"][0] == {"seed_everything": 1} and dream["fit_seconds"] > 0
+    assert real["args"][-1] == _sched({**real_env, "budget": 8})  # the overrides, templates filled
     k0 = json.loads(
         (out.parent / "out" / "experience" / "k0" / "onpolicy" / "experience_format.json").read_text()
     )
@@ -497,29 +528,26 @@ def test_tiny_suite_end_to_end_and_resumable(tmp_path):
 @pytest.mark.slow
 def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
     out = tmp_path / "aw"
-    quiet = [f"--trainer.default_root_dir={out}/runs", "--trainer.callbacks=[]", "--trainer.enable_progress_bar=false",
-             "--trainer.enable_checkpointing=false"]  # fmt: skip
-    sched = "--model.init_args.schedule.init_args"
-    real_env = [f"{sched}.env.init_args.batch_size=2", f"{sched}.env.init_args.max_steps=2"]
-    s2r = [
-        f"{sched}.synthetic_iterations=1", f"{sched}.real_budget=4",
-        *(f"{sched}.{e}_env.init_args.{k}" for e in ("synthetic", "real") for k in ("batch_size=2", "max_steps=2")),
-        f"{sched}.synthetic_env.init_args.kwargs={{write_back: true, max_new_tokens: 16, decoding: free}}",
-        *[a for a in TINY_RL_ARGS if ".schedule." not in a],
-    ]  # fmt: skip
-    pipeline = [*pipeline_argv(out, QUIET, "configs/alfworld_grpo.yaml"), "--env=alfworld", "--train_non_oracle=4", "--train_near_miss=0",
-                "--max_steps=4", "--dagger_tasks=2", '--dagger_args=["--trainer.max_steps=2"]', '--experience_episodes={"near_miss": 2}',
-                '--policy_episodes={"non_oracle": 2}',
-                "--experience_config=configs/alfworld_experience_sft.yaml",
-                "--policy_sft_config=configs/alfworld_policy_sft.yaml", "--rl_config=configs/alfworld_grpo.yaml"]  # fmt: skip
+    quiet = {"trainer": {**QUIET, "default_root_dir": f"{out}/runs"}}
+    del quiet["trainer"]["logger"]  # a logger: the records read its counters
+    real_env = {"env": {"init_args": {"batch_size": 2, "max_steps": 2}}}
+    s2r = [TINY_RL, _sched({"synthetic_iterations": 1, "real_budget": 4, "synthetic_env": TINY_SYNTHETIC_ENV,
+                            "real_env": real_env["env"]})]  # fmt: skip
+    pipeline = {**pipeline_overrides(out, QUIET, "configs/alfworld_grpo.yaml"), "env": "alfworld", "train_non_oracle": 4,
+                "train_near_miss": 0, "max_steps": 4, "dagger_tasks": 2, "dagger_overrides": [{"trainer": {"max_steps": 2}}],
+                "experience_episodes": {"near_miss": 2}, "policy_episodes": {"non_oracle": 2},
+                "experience_config": "configs/alfworld_experience_sft.yaml",
+                "policy_sft_config": "configs/alfworld_policy_sft.yaml", "rl_config": "configs/alfworld_grpo.yaml"}  # fmt: skip
     arms = [
         Arm("warm_start"),
-        Arm("real_grpo", "configs/alfworld_real_grpo.yaml", [*TINY_RL_ARGS, *real_env, f"{sched}.budget=8"]),
+        Arm(
+            "real_grpo", "configs/alfworld_real_grpo.yaml", [*TINY_RL_ARGS, _sched({**real_env, "budget": 8})]
+        ),
         Arm("dreamgym_grpo", "configs/alfworld_grpo.yaml", [*TINY_RL_ARGS, *SYNTHETIC_ENV]),
         Arm("dreamgym_s2r_grpo", "configs/alfworld_sim2real_grpo.yaml", s2r),
     ]
-    cfg = _suite(tmp_path, name="aw", pipeline="configs/pipeline_alfworld.yaml", pipeline_args=pipeline, seeds=[0],
-                 arms=arms, common_args=quiet)  # fmt: skip
+    cfg = _suite(tmp_path, name="aw", pipeline="configs/pipeline_alfworld.yaml", pipeline_overrides=pipeline, seeds=[0],
+                 arms=arms, common_overrides=[quiet])  # fmt: skip
     runs = run_suite(cfg)["runs"]
     assert sorted(runs) == ["dreamgym_grpo/s0", "dreamgym_s2r_grpo/s0", "real_grpo/s0", "warm_start/s0"]
     assert all(

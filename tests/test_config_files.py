@@ -62,3 +62,40 @@ def test_only_composed_configs_are_expanded_on_the_command_line(tmp_path):
     out = expand_config_args(argv)
     assert out[:4] == ["fit", "--config", plain, "--config"] and out[5:] == ["--trainer.max_steps=3"]
     assert yaml.safe_load(out[4]) == {"y": 2, "x": 1}  # the composed config, as a YAML string
+
+
+def test_nested_builds_the_config_piece_of_dotted_keys(tmp_path):
+    from dreamgym.config_files import nested
+
+    lm = "model.init_args.lm.init_args"
+    piece = nested(
+        {f"{lm}.path": tmp_path / "m", f"{lm}.preset": "tiny", "data.init_args.files": [tmp_path / "a"]}
+    )
+    assert piece == {
+        "model": {"init_args": {"lm": {"init_args": {"path": str(tmp_path / "m"), "preset": "tiny"}}}},
+        "data": {"init_args": {"files": [str(tmp_path / "a")]}},
+    }
+    with pytest.raises(ValueError, match="'a.b.c' nests under 'a.b', which is set to a value"):
+        nested({"a.b": 1, "a.b.c": 2})
+
+
+def test_flat_settings_reads_pieces_and_arguments_in_order():
+    from dreamgym.config_files import flat_settings
+
+    settings = flat_settings(
+        [
+            {"trainer": {"logger": {"init_args": {"save_dir": "runs"}}, "max_steps": 3}},
+            "--trainer.max_steps=5",  # a later value wins
+            "--trainer.logger=false",  # set whole: what was set under it goes
+            '--model.init_args.kwargs={"a": 1}',  # a mapping given as a value stays one value
+            {"model": {"init_args": {"lr": 5.0e-4, "files": ["x"], "empty": {}}}},
+        ]
+    )
+    assert settings == {
+        "trainer.max_steps": 5,
+        "trainer.logger": False,
+        "model.init_args.kwargs": {"a": 1},
+        "model.init_args.lr": 5.0e-4,
+        "model.init_args.files": ["x"],
+        "model.init_args.empty": {},
+    }

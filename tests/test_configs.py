@@ -1,6 +1,7 @@
 """Every YAML in configs/ parses and instantiates (tiny overrides for model paths), the shared pieces in
-configs/base/ as part of the configs built on them; no block of lines is repeated across the YAMLs;
-links and ``--print_config`` round-trip."""
+configs/base/ as part of the configs built on them; every fit stage of every pipeline config and every arm
+of every benchmark suite resolves into its LightningCLI config (the config pieces in configs/pieces/ as
+part of them); no block of lines is repeated across the YAMLs; links and ``--print_config`` round-trip."""
 
 import contextlib
 import glob
@@ -22,7 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 ALL_YAML = sorted(glob.glob(str(ROOT / "configs" / "**" / "*.yaml"), recursive=True))
 PIECES = [p for p in ALL_YAML if Path(p).parent == ROOT / "configs" / "base"]
 """Shared pieces: not configs of their own, each instantiated inside the configs that name it."""
-CONFIGS = [p for p in ALL_YAML if p not in PIECES]
+OVERRIDE_PIECES = [p for p in ALL_YAML if Path(p).parent == ROOT / "configs" / "pieces"]
+"""Config pieces that pipeline stages and suite arms list (dreamgym/lab/overrides.py): each resolved with
+the fits that list it."""
+CONFIGS = [p for p in ALL_YAML if p not in PIECES and p not in OVERRIDE_PIECES]
+SUITES = [p for p in CONFIGS if Path(p).name.startswith("benchmark_")]
+PIPELINES = [p for p in CONFIGS if Path(p).name.startswith("pipeline_")]
 REPEAT_LINES = 8
 """No block of this many (non-blank, non-comment) lines may appear twice in configs/."""
 
@@ -199,7 +205,7 @@ def test_config_instantiates(path, tiny_dirs, tmp_path):
             assert str(ROOT / suite.pipeline) in CONFIGS
             for arm in suite.arms:
                 assert arm.rl_config is None or str(ROOT / arm.rl_config) in CONFIGS, arm.rl_config
-                suite.fill([*suite.common_args, *arm.args], seed=0)  # every template has its value
+                suite.arm_overrides(arm, seed=0)  # every template has its value (resolved below)
             return
         if "stages" in cfg or "out_dir" in cfg:
             from dreamgym.lab.pipeline import PipelineConfig, parse_pipeline_config
@@ -297,3 +303,201 @@ def test_seed_everything_reaches_the_warm_starts_init_and_batch_order(tiny_dirs,
     assert (s0, s1, s_pinned) == (0, 1, 0)
     assert not torch.equal(w0, w1)
     assert torch.equal(w0, pinned)
+
+
+# ------------------------------------------------------------- pipeline stages and suite arms, resolved
+X = Path("/nonexistent")
+"""Where the resolved fits' inputs would be (only parsed: nothing is read)."""
+
+
+def _pipeline_fits(pcfg) -> list[tuple[str, str, list, str]]:
+    """``(stage, config, overrides, export key)`` of every fit stage ``pcfg`` runs, built by the functions
+    :func:`dreamgym.lab.pipeline.prepare` and :func:`~dreamgym.lab.pipeline.run_pipeline` use."""
+    from dreamgym.lab import pipeline as p
+
+    tok, train, test, exp = X / "tokenizer", [X / "offline_train.jsonl"], X / "offline_test.jsonl", X / "exp"
+    fits = [
+        (
+            "experience_sft",
+            pcfg.experience_config,
+            p.experience_fit(pcfg, tok, train, test),
+            p.EXPERIENCE_EXPORT,
+        ),
+        (
+            "policy_sft",
+            pcfg.policy_sft_config,
+            p.policy_sft_fit(pcfg, train, test, tokenizer=tok),
+            p.POLICY_EXPORT,
+        ),
+        ("rl", pcfg.rl_config, p.rl_fit(pcfg, exp, X / "policy_sft"), p.POLICY_EXPORT),
+    ]
+    if pcfg.onpolicy_tasks > 0:
+        onpolicy = p.experience_fit(pcfg, tok, [*train, X / "rollouts.jsonl"], test, init=exp)
+        fits.append(("experience_onpolicy", pcfg.experience_config, onpolicy, p.EXPERIENCE_EXPORT))
+    if pcfg.dagger_tasks > 0:
+        dagger = p.policy_sft_fit(pcfg, [*train, X / "labels.jsonl"], test, init=X / "policy_sft")
+        fits.append(("policy_dagger", pcfg.policy_sft_config, dagger, p.POLICY_EXPORT))
+    if pcfg.judge_config is not None:
+        judge = p.judge_fit(pcfg, train[0], X / "rollouts.jsonl", test, X / "purchases.jsonl")
+        fits.append(("reward_judge", pcfg.judge_config, judge, p.EXPERIENCE_EXPORT))
+    return fits
+
+
+_RESOLVED: dict[str, dict] = {}
+"""Resolved fits by their config and overrides (a suite's pipeline repeats a bundled pipeline's stages)."""
+
+
+def _without_one_init_args(key: str) -> list[str]:
+    """``key`` with one of its ``.init_args`` levels dropped: a dataclass argument given as
+    ``class_path``/``init_args`` (``judge: {init_args: {score_head: true}}``) resolves to its fields alone."""
+    parts = key.split(".")
+    return [".".join(parts[:i] + parts[i + 1 :]) for i, p in enumerate(parts) if p == "init_args"]
+
+
+def _resolve(config: str, overrides: list, export_key: str, tmp_path: Path) -> dict:
+    """The LightningCLI config a fit stage runs (:func:`dreamgym.lab.stages.fit_stage`'s arguments: its
+    logger folder, ``overrides``, its export), parsed and checked, nothing built; every value the
+    overrides set is in it."""
+    import json
+
+    from dreamgym.config_files import flat_settings
+    from dreamgym.lab.stages import overrides_argv, stage_overrides
+    from dreamgym.lightning_cli import resolve_config
+
+    key = json.dumps([config, overrides, export_key], sort_keys=True)
+    if key not in _RESOLVED:
+        stage = stage_overrides(overrides, X / "runs" / "stage", export_key, X / "out")
+        _RESOLVED[key] = resolve_config(
+            ["--config", config, *overrides_argv(stage, tmp_path / f"p{len(_RESOLVED)}")]
+        )
+    resolved = flat_settings([_RESOLVED[key]])
+    pieces = [flat_settings([o]) for o in overrides if isinstance(o, dict)]  # `--key+=value` strings aside
+    for i, piece in enumerate(pieces):
+        later = {k for p in pieces[i + 1 :] for k in p}
+        for k, v in piece.items():
+            # `estimator: a.B` resolves to `estimator.class_path`; a dataclass's `init_args` to its fields
+            spellings = [k, f"{k}.class_path", *_without_one_init_args(k)]
+            got = next((resolved[s] for s in spellings if s in resolved), None)
+            parent = k.rpartition(".")[0] + "."
+            missing = not any(s in resolved for s in spellings)
+            if k in later or (missing and any(o.startswith(parent) for o in later)):
+                continue  # a later piece sets it, or sets its mapping whole (an env's `kwargs`)
+            assert got == v, f"{config}: {k} = {v!r} in the overrides, {got!r} in the resolved config"
+    return _RESOLVED[key]
+
+
+_SUITE_RUNS = [
+    (p, quick) for p in SUITES for quick in (False, True) if not quick or "quick_preset" in load_config(p)
+]
+
+
+@pytest.mark.parametrize(
+    "path,quick",
+    _SUITE_RUNS,
+    ids=[os.path.relpath(p, ROOT) + ("[quick]" if q else "") for p, q in _SUITE_RUNS],
+)
+def test_every_arm_and_shared_fit_of_a_suite_resolves(path, quick, tmp_path, monkeypatch):
+    """Each RL arm's fit (its warm start's and simulator's paths, the seed, the suite's common overrides,
+    its own), each experience variant's two fits and every fit of the suite's pipeline (with the suite's
+    pipeline_overrides) resolves into its LightningCLI config: a misspelt or renamed option fails here.
+    ``--quick`` adds one common piece to the same arms: one arm per RL config checks it."""
+    from dreamgym.lab.benchmark.suite import parse_suite_config, suite_pipeline_config
+    from dreamgym.lab.pipeline import EXPERIENCE_EXPORT, POLICY_EXPORT, experience_fit, rl_paths
+
+    monkeypatch.chdir(ROOT)
+    cfg, _ = parse_suite_config(
+        ["--config", os.path.relpath(path, ROOT), *(["--quick=true"] if quick else [])]
+    )
+    arms = [a for a in cfg.arms if a.rl_config is not None]
+    if quick:
+        arms = list({a.rl_config: a for a in arms}.values())
+    for arm in arms:
+        paths = rl_paths(arm.rl_config, X / "simulator", X / "policy_sft")
+        resolved = _resolve(arm.rl_config, [paths, *cfg.arm_overrides(arm, 1)], POLICY_EXPORT, tmp_path)
+        assert (resolved["seed_everything"], resolved["model"]["init_args"]["save_dir"]) == (
+            1,
+            str(X / "out"),
+        )
+    pcfg = suite_pipeline_config(cfg)
+    tok, train, test = X / "tokenizer", [X / "offline_train.jsonl"], X / "offline_test.jsonl"
+    for variant in cfg.variants.values():
+        for init in (None, X / "first"):
+            fit = [*experience_fit(pcfg, tok, train, test, init=init), *variant.overrides]
+            _resolve(pcfg.experience_config, fit, EXPERIENCE_EXPORT, tmp_path)
+    for _, config, overrides, export in _pipeline_fits(pcfg):
+        _resolve(config, overrides, export, tmp_path)
+
+
+@pytest.mark.parametrize("path", PIPELINES, ids=[os.path.relpath(p, ROOT) for p in PIPELINES])
+def test_every_fit_stage_of_a_pipeline_resolves(path, tmp_path, monkeypatch):
+    from dreamgym.lab.pipeline import parse_pipeline_config
+
+    monkeypatch.chdir(ROOT)
+    pcfg = parse_pipeline_config(["--config", os.path.relpath(path, ROOT)])
+    fits = _pipeline_fits(pcfg)
+    assert {"experience_sft", "policy_sft", "rl"} <= {name for name, *_ in fits}
+    for _, config, overrides, export in fits:
+        _resolve(config, overrides, export, tmp_path)
+
+
+def test_every_config_piece_is_listed_by_a_bundled_suite_or_pipeline():
+    """A piece in configs/pieces/ is resolved only with the fits that list it (above): each must have one."""
+    listed = "".join(open(p).read() for p in [*SUITES, *PIPELINES, *PIECES])
+    assert OVERRIDE_PIECES and [p for p in OVERRIDE_PIECES if os.path.relpath(p, ROOT) not in listed] == []
+
+
+def test_a_misspelt_or_misplaced_override_fails_to_resolve(tmp_path):
+    config = str(ROOT / "configs" / "webshop_grpo.yaml")
+    paths = {"model": {"init_args": {"policy": {"init_args": {"path": "p"}}}}}
+    with pytest.raises(ValueError, match="tasks_per_bach"):
+        _resolve(
+            config,
+            [paths, {"model": {"init_args": {"tasks_per_bach": 2}}}],
+            "model.init_args.save_dir",
+            tmp_path,
+        )
+    with pytest.raises(ValueError, match="real_env"):  # a Sim2RealSchedule argument on a SyntheticSchedule
+        sched = {
+            "model": {
+                "init_args": {"schedule": {"init_args": {"real_env": {"init_args": {"batch_size": 2}}}}}
+            }
+        }
+        _resolve(config, [paths, sched], "model.init_args.save_dir", tmp_path)
+
+
+def test_resolve_config_merges_pieces_as_lightningcli_does(tmp_path):
+    """Several ``--config`` pieces: ``init_args`` without a ``class_path`` fill the class the config chose
+    (its other arguments kept), a mapping-valued argument (an env's ``kwargs``) and a list are replaced
+    whole, a class path given as a string picks that class."""
+    from dreamgym.lightning_cli import resolve_config
+
+    env = {"init_args": {"kwargs": {"write_back": True, "ground": True, "unrecorded": "search"}}}
+    first = {
+        "model": {
+            "init_args": {"optimizer": {"init_args": {"lr": 5.0e-4}}, "schedule": {"init_args": {"env": env}}}
+        }
+    }
+    second = {
+        "model": {
+            "init_args": {
+                "estimator": "dreamgym.rl.advantages.GiGPOAdvantage",
+                "schedule": {"init_args": {"env": {"init_args": {"kwargs": {"write_back": True}}}}},
+            }
+        },
+        "trainer": {"callbacks": []},
+    }
+    argv = ["--config", str(ROOT / "configs" / "webshop_grpo.yaml")]
+    for i, piece in enumerate((first, second)):
+        (tmp_path / f"{i}.yaml").write_text(yaml.safe_dump(piece))
+        argv += ["--config", str(tmp_path / f"{i}.yaml")]
+    resolved = resolve_config(argv)
+    model = resolved["model"]["init_args"]
+    assert model["optimizer"]["class_path"] == "torch.optim.AdamW"
+    assert (
+        model["optimizer"]["init_args"]["lr"] == 5.0e-4
+        and model["optimizer"]["init_args"]["weight_decay"] == 0.0
+    )
+    assert model["schedule"]["init_args"]["env"]["init_args"]["kwargs"] == {"write_back": True}
+    assert model["schedule"]["init_args"]["env"]["init_args"]["real_env"] == "webshop"  # the config's own
+    assert model["estimator"]["class_path"] == "dreamgym.rl.advantages.GiGPOAdvantage"
+    assert resolved["trainer"]["callbacks"] == []

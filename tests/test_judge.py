@@ -277,13 +277,13 @@ def test_from_checkpoint_loads_the_judge_and_checks_the_switch(tmp_path):
 def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_them(tmp_path):
     from pathlib import Path
 
-    from dreamgym.lab.pipeline import PipelineConfig, judge_fit_args, judge_purchases_stage
+    from dreamgym.lab.pipeline import PipelineConfig, judge_fit, judge_purchases_stage
     from dreamgym.schema import read_trajectories
 
     with pytest.raises(ValueError, match="judge_config='j.yaml' needs judge_episodes"):
         PipelineConfig(out_dir=str(tmp_path), judge_config="j.yaml")
     cfg = PipelineConfig(out_dir=str(tmp_path), judge_config="j.yaml", judge_episodes={"near_miss": 2, "expert": 1},
-                         judge_args=["--trainer.max_steps=5"])  # fmt: skip
+                         judge_overrides=[{"trainer": {"max_steps": 5}}])  # fmt: skip
     out = judge_purchases_stage(cfg)
     trajs = list(read_trajectories(out))
     assert out == tmp_path / "judge_purchases_train.jsonl" and len(trajs) == 3
@@ -293,10 +293,10 @@ def test_pipeline_judge_stage_collects_train_purchases_and_points_the_fit_at_the
         "near_miss",
     ]
     d = Path(tmp_path)
-    assert judge_fit_args(cfg, d / "train.jsonl", d / "roll.jsonl", d / "test.jsonl", out) == [
-        f"--data.init_args.train_files=[{out},{d / 'train.jsonl'},{d / 'roll.jsonl'}]",
-        f"--data.init_args.val_files=[{d / 'test.jsonl'}]",
-        "--trainer.max_steps=5",
+    files = [str(out), str(d / "train.jsonl"), str(d / "roll.jsonl")]
+    assert judge_fit(cfg, d / "train.jsonl", d / "roll.jsonl", d / "test.jsonl", out) == [
+        {"data": {"init_args": {"train_files": files, "val_files": [str(d / "test.jsonl")]}}},
+        {"trainer": {"max_steps": 5}},
     ]
 
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 from experience_toy import toy_trajectories
-from tiny_pipeline import pipeline_argv
+from tiny_pipeline import QUIET, pipeline_argv
 
 from dreamgym.lab.pipeline import parse_pipeline_config, run_pipeline
 from dreamgym.lab.summary import held_out_comparison, paired_comparison
@@ -211,7 +211,7 @@ def test_the_dagger_stage_labels_the_warm_starts_states_and_becomes_the_warm_sta
 
     out = tmp_path / "ws"
     argv = [*_argv(out), "--onpolicy_tasks=0", "--dagger_tasks=2", "--dagger_rounds=2",
-            "--dagger_args=" + json.dumps(["--trainer.max_steps=1"])]  # fmt: skip
+            "--dagger_overrides=" + json.dumps([{"trainer": {"max_steps": 1}}])]  # fmt: skip
     prep = prepare(parse_pipeline_config(argv), StageClock("test"))
     first, second = (
         list(read_trajectories(out / f"{n}_train.jsonl")) for n in ("policy_dagger", "policy_dagger2")
@@ -243,12 +243,13 @@ def test_the_experience_model_and_the_warm_start_alone_learn_from_their_extra_ep
     assert len(extra) == 2 and {(t.policy, t.split) for t in extra} == {("near_miss", "train")}
     assert all(tr.reasoning for t in extra for tr in t.transitions if not tr.invalid)
     assert not {t.trajectory_id for t in extra} & {t.trajectory_id for t in read_trajectories(prep.train)}
-    fits = {
-        n: json.loads((out / "runs" / n / "stage.json").read_text())["args"]
+    fits = {  # the data files of each fit (its stage.json records its overrides)
+        n: json.loads((out / "runs" / n / "stage.json").read_text())["args"][0]["data"]["init_args"][
+            "train_files"
+        ]
         for n in ("experience_model", "policy_sft")
     }
-    assert any(str(prep.experience_episodes) in a for a in fits["experience_model"])
-    assert not any(str(prep.experience_episodes) in a for a in fits["policy_sft"])
+    assert fits["experience_model"] == [str(prep.train), str(prep.experience_episodes)]
     own = list(read_trajectories(out / "policy_train.jsonl"))
     assert prep.policy_episodes == out / "policy_train.jsonl"
     assert len(own) == 3 and {(t.policy, t.split) for t in own} == {("non_oracle", "train")}
@@ -257,8 +258,7 @@ def test_the_experience_model_and_the_warm_start_alone_learn_from_their_extra_ep
     assert any("buy now" in s.lower() for s in states)  # item pages were seen,
     assert not any("[category]" in s for s in states)  # without their facts: built with item_facts=false
     assert any("[category]" in tr.next_state for t in read_trajectories(prep.train) for tr in t.transitions)
-    assert any(f"{prep.train},{prep.policy_episodes}]" in a for a in fits["policy_sft"])
-    assert not any(str(prep.policy_episodes) in a for a in fits["experience_model"])
+    assert fits["policy_sft"] == [str(prep.train), str(prep.policy_episodes)]
 
 
 def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path):
@@ -268,11 +268,10 @@ def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path)
     from dreamgym.lab.stages import StageClock
 
     out = tmp_path / "ws"
-    judge_fit = [f"--trainer.default_root_dir={out}/runs", "--trainer.logger=false", "--trainer.callbacks=[]",
-                 "--trainer.enable_progress_bar=false", "--trainer.enable_checkpointing=false",
-                 "--trainer.max_steps=1", "--trainer.limit_val_batches=0", "--data.init_args.batch_size=2"]  # fmt: skip
+    judge_fit = {"trainer": {"default_root_dir": f"{out}/runs", **QUIET, "max_steps": 1, "limit_val_batches": 0},
+                 "data": {"init_args": {"batch_size": 2}}}  # fmt: skip
     argv = [*_argv(out), "--onpolicy_tasks=0", "--judge_config=configs/webshop_reward_judge.yaml",
-            '--judge_episodes={"near_miss": 2, "expert": 1}', "--judge_args=" + json.dumps(judge_fit)]  # fmt: skip
+            '--judge_episodes={"near_miss": 2, "expert": 1}', "--judge_overrides=" + json.dumps([judge_fit])]  # fmt: skip
     prep = prepare(parse_pipeline_config(argv), StageClock("test"))
     assert prep.judge == prep.simulator / "judge" and (prep.judge / "judge.json").exists()
     assert prep.judge_purchases == out / "judge_purchases_train.jsonl"
@@ -282,7 +281,8 @@ def test_the_judge_stages_are_shared_stages_saved_beside_the_simulator(tmp_path)
         "near_miss",
     ]
     fit = json.loads((out / "runs" / "reward_judge" / "stage.json").read_text())["args"]
-    assert any(str(prep.judge_purchases) in a and str(prep.train) in a for a in fit)
+    assert fit[0]["data"]["init_args"]["train_files"][:2] == [str(prep.judge_purchases), str(prep.train)]
+    assert fit[1] == judge_fit
     stamp = (prep.judge / "judge.json").stat().st_mtime
     again = prepare(parse_pipeline_config(argv), StageClock("test"))
     assert again == prep and (prep.judge / "judge.json").stat().st_mtime == stamp
@@ -306,9 +306,9 @@ def test_real_env_stages_alone_skip_the_experience_model_and_judge(tmp_path):
     assert prep.experience is prep.simulator is prep.rollouts is prep.judge is None
     assert not (out / "experience_model").exists() and not (out / "policy_rollouts_train.jsonl").exists()
     assert prep.warm_episodes.exists() and (prep.policy_sft / "policy_format.json").exists()
-    assert rl_paths("configs/webshop_real_grpo.yaml", None, prep.policy_sft) == [
-        f"--model.init_args.policy.init_args.path={prep.policy_sft}"
-    ]
+    assert rl_paths("configs/webshop_real_grpo.yaml", None, prep.policy_sft) == {
+        "model": {"init_args": {"policy": {"init_args": {"path": str(prep.policy_sft)}}}}
+    }
     with pytest.raises(ValueError, match="plays a synthetic env"):
         rl_paths("configs/webshop_grpo.yaml", None, prep.policy_sft)
     # a simulator an earlier call built is reported (its weights identify records), never rebuilt or built

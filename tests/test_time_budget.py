@@ -1,6 +1,7 @@
 """The main job's wall-clock budget: fit stages get a ``--trainer.max_time`` from what is left."""
 
 import pytest
+import yaml
 
 import dreamgym.lightning_cli
 from dreamgym.lab.pipeline import parse_pipeline_config
@@ -48,7 +49,9 @@ def test_fit_stage_gets_its_max_time_last_and_resume_ignores_it(tmp_path, monkey
 
     def fake_cli(argv):
         calls.append(argv)
-        export = next(a.split("=", 1)[1] for a in argv if a.startswith("--model.init_args.save_dir="))
+        export = yaml.safe_load(open(argv[-1]))["model"]["init_args"][
+            "save_dir"
+        ]  # the last piece: the export
         (tmp_path / "runs" / "policy_sft" / "version_0" / "checkpoints").mkdir(parents=True, exist_ok=True)
         (tmp_path / "runs" / "policy_sft" / "version_0" / "checkpoints" / "last.ckpt").write_text("x")
         if len(calls) > 1:  # the first fit is "interrupted" (no export), the second finishes

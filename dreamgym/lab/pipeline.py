@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamgym.checkpoint_io import check_export_dir
+from dreamgym.config_files import flat_settings, nested
 from dreamgym.lab.provenance import write_result
 from dreamgym.lab.stages import (
     PipelineConfig,
@@ -78,14 +79,20 @@ from dreamgym.modeling.judge import JUDGE_DIR
 
 __all__ = [
     "OFFLINE_ONLY_ARG",
+    "EXPERIENCE_EXPORT",
+    "POLICY_EXPORT",
     "PipelineConfig",
     "Prepared",
     "parse_pipeline_config",
     "prepare",
     "plays_simulator",
     "rl_paths",
-    "experience_args",
-    "judge_fit_args",
+    "experience_paths",
+    "policy_paths",
+    "experience_fit",
+    "policy_sft_fit",
+    "rl_fit",
+    "judge_fit",
     "judge_purchases_stage",
     "run_pipeline",
     "main",
@@ -93,7 +100,12 @@ __all__ = [
 
 
 OFFLINE_ONLY_ARG = "--trainer.callbacks+=dreamgym.rl.offline.OfflineOnly"
-"""The RL-stage override of ``offline_only`` (a second OfflineOnly from the config itself is harmless)."""
+"""The RL-stage override of ``offline_only`` (a second OfflineOnly from the config itself is harmless). A
+command-line argument: it appends to the config's callbacks, which a config piece cannot spell."""
+EXPERIENCE_EXPORT = "model.init_args.export_dir"
+"""Where the experience-model SFT (and the reward judge) export: the key :func:`fit_stage` sets."""
+POLICY_EXPORT = "model.init_args.save_dir"
+"""Where the policy SFT and RL fits export."""
 
 
 def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
@@ -101,10 +113,13 @@ def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
     from jsonargparse import ActionConfigFile, ArgumentParser
 
     from dreamgym.config_files import expand_config_args
+    from dreamgym.lab.overrides import refuse_legacy_keys, upgrade_argv
 
     parser = ArgumentParser(prog="python -m dreamgym pipeline", parser_mode="yaml", description=__doc__)
     parser.add_argument("--config", action=ActionConfigFile)
     parser.add_class_arguments(PipelineConfig, nested_key=None)
+    argv = upgrade_argv(argv)  # a recorded command's old `--experience_args '[...]'`
+    refuse_legacy_keys(argv)
     values = parser.parse_args(expand_config_args(argv)).as_dict()  # `__base__`: dreamgym/config_files.py
     return PipelineConfig(**{k: v for k, v in values.items() if k not in ("config", "__path__")})
 
@@ -137,12 +152,52 @@ class Prepared:
     judge_purchases: Path | None = None
 
 
-def experience_args(tokenizer: Path, train: list[Path], test: Path, init: Path | None) -> list[str]:
-    """CLI overrides of the experience-model SFT config: tokenizer, data files, the starting weights."""
-    files = ",".join(str(p) for p in train)
-    args = [f"--model.init_args.lm.init_args.tokenizer_path={tokenizer}",
-            f"--data.init_args.train_files=[{files}]", f"--data.init_args.val_files=[{test}]"]  # fmt: skip
-    return ([f"--model.init_args.lm.init_args.path={init}"] if init else []) + args
+def experience_paths(tokenizer: Path, train: list[Path], test: Path, init: Path | None) -> dict:
+    """The config piece that points the experience-model SFT at its tokenizer, data files and starting
+    weights (``init``; None: fresh weights)."""
+    lm = "model.init_args.lm.init_args"
+    return nested({**({f"{lm}.path": init} if init else {}), f"{lm}.tokenizer_path": tokenizer,
+                   "data.init_args.train_files": train, "data.init_args.val_files": [test]})  # fmt: skip
+
+
+def policy_paths(
+    train: list[Path], test: Path, tokenizer: Path | None = None, init: Path | None = None
+) -> dict:
+    """The config piece that points the policy SFT at its data files and its tokenizer (a fresh warm start)
+    or the weights it continues from (``init``: DAgger)."""
+    policy = "model.init_args.policy.init_args"
+    return nested({**({f"{policy}.tokenizer_path": tokenizer} if tokenizer else {}),
+                   **({f"{policy}.path": init} if init else {}),
+                   "data.init_args.train_files": train, "data.init_args.val_files": [test]})  # fmt: skip
+
+
+def experience_fit(
+    cfg: PipelineConfig, tokenizer: Path, train: list[Path], test: Path, init: Path | None = None
+) -> list[dict]:
+    """The overrides of an experience-model fit: its paths, then ``experience_overrides`` (the first fit)
+    or ``onpolicy_experience_overrides`` (the continuation from ``init``)."""
+    own = cfg.onpolicy_experience_overrides if init is not None else cfg.experience_overrides
+    return [experience_paths(tokenizer, train, test, init), *own]
+
+
+def policy_sft_fit(
+    cfg: PipelineConfig,
+    train: list[Path],
+    test: Path,
+    tokenizer: Path | None = None,
+    init: Path | None = None,
+) -> list[dict]:
+    """The overrides of a policy SFT fit: its paths, ``policy_sft_overrides``, and ``dagger_overrides``
+    for a DAgger round (``init``: the policy it continues)."""
+    dagger = cfg.dagger_overrides if init is not None else []
+    return [policy_paths(train, test, tokenizer, init), *cfg.policy_sft_overrides, *dagger]
+
+
+def rl_fit(cfg: PipelineConfig, exp: Path | None, sft: Path) -> list[dict | str]:
+    """The overrides of the RL stage: its paths (:func:`rl_paths`), ``rl_overrides``, then
+    :data:`OFFLINE_ONLY_ARG` with ``offline_only`` (last, so ``rl_overrides`` cannot drop it)."""
+    guard = [OFFLINE_ONLY_ARG] if cfg.offline_only else []
+    return [rl_paths(cfg.rl_config, exp, sft), *cfg.rl_overrides, *guard]
 
 
 def warm_episodes_path(cfg: PipelineConfig) -> Path:
@@ -181,18 +236,14 @@ def prepare(
     # without ``simulator`` its stages are not run; what an earlier call built is still reported (_built)
     exp_dir, onpolicy_dir = d / "experience_model", d / "experience_model_onpolicy"
     exp = _built(exp_dir) if not simulator else stage(
-        "experience_sft", fit_stage, cfg.experience_config,
-        [*experience_args(tok, exp_train, test, None), *cfg.experience_args],
-        exp_dir, "model.init_args.export_dir", None, budget,
+        "experience_sft", fit_stage, cfg.experience_config, experience_fit(cfg, tok, exp_train, test),
+        exp_dir, EXPERIENCE_EXPORT, None, budget,
     )  # fmt: skip
     policy_extra = stage("collect_policy", policy_episodes_stage, cfg) if cfg.policy_episodes else None
     policy_train = [train] + ([policy_extra] if policy_extra is not None else [])
     sft = stage(
-        "policy_sft", fit_stage, cfg.policy_sft_config,
-        [f"--model.init_args.policy.init_args.tokenizer_path={tok}",
-         f"--data.init_args.train_files=[{','.join(map(str, policy_train))}]",
-         f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args],
-        d / "policy_sft", "model.init_args.save_dir", None, budget,
+        "policy_sft", fit_stage, cfg.policy_sft_config, policy_sft_fit(cfg, policy_train, test, tokenizer=tok),
+        d / "policy_sft", POLICY_EXPORT, None, budget,
     )  # fmt: skip
     labels: list[Path] = []
     for r in range(cfg.dagger_rounds if cfg.dagger_tasks > 0 else 0):
@@ -203,10 +254,8 @@ def prepare(
             d / f"{name}_train.jsonl", None, cfg.dagger_agent, r * cfg.dagger_tasks,
         ))  # fmt: skip
         sft = stage(
-            name, fit_stage, cfg.policy_sft_config,
-            [f"--model.init_args.policy.init_args.path={sft}", f"--data.init_args.train_files=[{','.join(map(str, [*policy_train, *labels]))}]",
-             f"--data.init_args.val_files=[{test}]", *cfg.policy_sft_args, *cfg.dagger_args],
-            d / name, "model.init_args.save_dir", None, budget,
+            name, fit_stage, cfg.policy_sft_config, policy_sft_fit(cfg, [*policy_train, *labels], test, init=sft),
+            d / name, POLICY_EXPORT, None, budget,
         )  # fmt: skip
     sim, rollouts = exp, None
     if cfg.onpolicy_tasks > 0 and not simulator:
@@ -218,8 +267,8 @@ def prepare(
         )  # fmt: skip
         sim = stage(
             "experience_onpolicy", fit_stage, cfg.experience_config,
-            [*experience_args(tok, [*exp_train, rollouts], test, exp), *cfg.onpolicy_experience_args],
-            onpolicy_dir, "model.init_args.export_dir", None, budget,
+            experience_fit(cfg, tok, [*exp_train, rollouts], test, init=exp),
+            onpolicy_dir, EXPERIENCE_EXPORT, None, budget,
         )  # fmt: skip
     warm = stage(
         "evaluate_policy_sft", policy_episodes, cfg, sft, "test", cfg.eval_tasks, warm_episodes_path(cfg),
@@ -231,8 +280,8 @@ def prepare(
     elif cfg.judge_config is not None:
         purchases = stage("collect_judge", judge_purchases_stage, cfg)
         judge = stage(
-            "reward_judge", fit_stage, cfg.judge_config, judge_fit_args(cfg, train, rollouts, test, purchases),
-            sim / JUDGE_DIR, "model.init_args.export_dir", d / "runs" / "reward_judge", budget,
+            "reward_judge", fit_stage, cfg.judge_config, judge_fit(cfg, train, rollouts, test, purchases),
+            sim / JUDGE_DIR, EXPERIENCE_EXPORT, d / "runs" / "reward_judge", budget,
         )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
                     simulator=sim, warm_episodes=warm, experience_episodes=extra, policy_episodes=policy_extra, judge=judge,
@@ -299,14 +348,16 @@ def policy_episodes_stage(cfg: PipelineConfig) -> Path:
     )
 
 
-def judge_fit_args(
+def judge_fit(
     cfg: PipelineConfig, train: Path, rollouts: Path | None, test: Path, purchases: Path
-) -> list[str]:
-    """CLI overrides of the judge's fit: its purchases + the offline data + the on-policy rollouts (train
-    tasks), validation on the offline test file, then ``judge_args``."""
+) -> list[dict]:
+    """The overrides of the judge's fit: its data (its purchases + the offline data + the on-policy
+    rollouts, train tasks; validation on the offline test file), then ``judge_overrides``."""
     files = [purchases, train] + ([rollouts] if rollouts is not None else [])
-    return [f"--data.init_args.train_files=[{','.join(str(f) for f in files)}]",
-            f"--data.init_args.val_files=[{test}]", *cfg.judge_args]  # fmt: skip
+    return [
+        nested({"data.init_args.train_files": files, "data.init_args.val_files": [test]}),
+        *cfg.judge_overrides,
+    ]
 
 
 def run_pipeline(cfg: PipelineConfig) -> dict:
@@ -326,11 +377,9 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
             "fidelity_onpolicy", fidelity_stage, {"experience_model": exp, "experience_model_onpolicy": sim},
             episodes["policy_sft"], d / "fidelity_onpolicy.json", _episode_minutes(budget, "fidelity_onpolicy"),
         )  # fmt: skip
-    guard = [OFFLINE_ONLY_ARG] if cfg.offline_only else []  # last, so rl_args cannot drop it
     rl = stage(
-        "rl", fit_stage, cfg.rl_config, [*rl_paths(cfg.rl_config, sim, sft), *cfg.rl_args, *guard], d / "policy_rl",
-        "model.init_args.save_dir", None, budget,
-    )  # fmt: skip
+        "rl", fit_stage, cfg.rl_config, rl_fit(cfg, sim, sft), d / "policy_rl", POLICY_EXPORT, None, budget
+    )
     n_eval = recorded_episodes(episodes["policy_sft"])  # eval_tasks, or fewer where the budget cut the stage
     stage("evaluate_policy_rl", policy_episodes, cfg, rl, "test", n_eval, episodes["policy_rl"])
     evals, comparison, per_task = held_out_comparison(episodes, n_eval)
@@ -376,10 +425,9 @@ def _rl_yaml(rl_config: str | Path) -> dict:
 
 def _rl_log_dir(cfg: PipelineConfig) -> Path | None:
     """The TensorBoard directory of the RL stage (:func:`~dreamgym.lab.stages.stage_log_dir`), None when
-    ``rl_args`` switch the logger off."""
-    for arg in cfg.rl_args:  # a logger switched off in rl_args: no curve
-        if arg.replace(" ", "") in ("--trainer.logger=false", "--trainer.logger=False"):
-            return None
+    ``rl_overrides`` switch the logger off."""
+    if flat_settings(cfg.rl_overrides).get("trainer.logger") is False:  # no curve
+        return None
     return stage_log_dir(cfg.out_dir / "policy_rl")
 
 
@@ -397,8 +445,8 @@ def plays_simulator(rl_config: str | Path) -> bool:
     return bool(_synthetic_env_keys(rl_config))
 
 
-def rl_paths(rl_config: str | Path, exp: Path | None, sft: Path) -> list[str]:
-    """CLI overrides that point an RL config's policy at ``sft`` and its synthetic env(s) at ``exp``.
+def rl_paths(rl_config: str | Path, exp: Path | None, sft: Path) -> dict:
+    """The config piece that points an RL config's policy at ``sft`` and its synthetic env(s) at ``exp``.
 
     Raises:
         ValueError: when the config plays a synthetic env and ``exp`` is None (no experience model built).
@@ -409,9 +457,9 @@ def rl_paths(rl_config: str | Path, exp: Path | None, sft: Path) -> list[str]:
             f"{rl_config} plays a synthetic env ({', '.join(keys)}) but no experience model was prepared; "
             "prepare the shared stages with simulator=True"
         )
-    out = [f"--model.init_args.policy.init_args.path={sft}"]
-    out += [f"--model.init_args.schedule.init_args.{key}.init_args.checkpoint={exp}" for key in keys]
-    return out
+    paths = {"model.init_args.policy.init_args.path": sft}
+    paths |= {f"model.init_args.schedule.init_args.{key}.init_args.checkpoint": exp for key in keys}
+    return nested(paths)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dreamgym.config_files import flat_settings, nested
 from dreamgym.errors import Interrupted
+from dreamgym.lab.overrides import load_pieces
 
 __all__ = [
     "PipelineConfig",
@@ -28,6 +30,8 @@ __all__ = [
     "collect_stage",
     "tokenizer_stage",
     "fit_stage",
+    "stage_overrides",
+    "overrides_argv",
     "stage_log_dir",
     "policy_episodes",
     "fidelity_stage",
@@ -70,20 +74,25 @@ def tokenizer_stage(cfg: PipelineConfig, train: Path) -> Path:
 
 def fit_stage(
     config: str,
-    args: list[str],
+    args: list[str | dict],
     out: Path,
     export_key: str,
     log_dir: Path | None = None,
     budget: TimeBudget | None = None,
 ) -> Path:
-    """``python -m dreamgym fit --config config args`` exporting to ``out`` (via a temporary dir).
+    """``python -m dreamgym fit --config config`` with the overrides ``args``, exporting to ``out`` (via a
+    temporary dir).
 
-    The fit logs (TensorBoard and checkpoints) into ``log_dir`` (default :func:`stage_log_dir`), so an
-    interrupted stage resumes: when a ``last.ckpt`` from a fit with the same config and ``args`` is there,
-    the fit continues from it (``--ckpt_path last``) instead of starting again; a fit with other
-    arguments starts fresh in a new version folder and leaves the old one alone. ``args`` may still switch
-    the logger off (then nothing resumes). With a ``budget``, the fit gets ``--trainer.max_time`` from
-    :meth:`TimeBudget.allot` (last, so it overrides ``args``; not part of what a resume must match)."""
+    ``args`` apply in order after ``config``: config pieces (nested mappings in the config's own nesting,
+    e.g. ``{"trainer": {"max_steps": 400}}``), each written as a YAML file under ``<log_dir>/overrides/``
+    and given as one more ``--config`` (:func:`overrides_argv`), and command-line arguments
+    (``--key=value``, as typed by hand). The fit logs (TensorBoard and checkpoints) into ``log_dir``
+    (default :func:`stage_log_dir`), so an interrupted stage resumes: when a ``last.ckpt`` from a fit with
+    the same config and ``args`` is there, the fit continues from it (``--ckpt_path last``) instead of
+    starting again; a fit with other arguments starts fresh in a new version folder and leaves the old one
+    alone. ``args`` may still switch the logger off (then nothing resumes). With a ``budget``, the fit gets
+    ``--trainer.max_time`` from :meth:`TimeBudget.allot` (after ``args``, so it overrides them; not part
+    of what a resume must match)."""
     if out.exists():
         if budget is not None:
             budget.skip(out.name)
@@ -91,18 +100,47 @@ def fit_stage(
     from dreamgym.lightning_cli import main as cli_main
 
     log_dir = stage_log_dir(out) if log_dir is None else log_dir
-    logs = [
-        f"--trainer.logger.init_args.save_dir={log_dir.parent}",
-        f"--trainer.logger.init_args.name={log_dir.name}",
-    ]
     resume = ["--ckpt_path=last"] if _resumable(log_dir, config, args) else []
     tmp = _fresh(out)
     limit = budget.allot(out.name, cap=_max_time_minutes(args)) if budget is not None else []
-    cli_main(["fit", "--config", config, *logs, *args, *limit, *resume, f"--{export_key}={tmp}"])
+    overrides = stage_overrides(args, log_dir, export_key, tmp, [*limit, *resume])
+    cli_main(["fit", "--config", config, *overrides_argv(overrides, log_dir / "overrides")])
     if not tmp.exists():
         raise RuntimeError(f"stage with {config} finished without writing {tmp}; check its `{export_key}`")
     tmp.rename(out)
     return out
+
+
+def stage_overrides(
+    args: list[str | dict], log_dir: Path, export_key: str, export: Path, extra: list[str] | None = None
+) -> list[str | dict]:
+    """What a fit stage gives its config: the logger's folder (``log_dir``), ``args``, ``extra`` (the
+    budget's ``max_time``, ``--ckpt_path``), then ``export_key`` set to ``export`` (last: nothing moves it)."""
+    logs = nested(
+        {"trainer.logger.init_args.save_dir": log_dir.parent, "trainer.logger.init_args.name": log_dir.name}
+    )
+    return [logs, *args, *(extra or []), nested({export_key: export})]
+
+
+def overrides_argv(overrides: list[str | dict], folder: Path) -> list[str]:
+    """``overrides`` as LightningCLI arguments, in their order: each config piece written to
+    ``folder/NN.yaml`` (the files of an earlier call removed) and given as ``--config`` (LightningCLI merges
+    each onto what comes before: ``init_args`` without a ``class_path`` fill the class already chosen, a
+    mapping-valued argument such as ``kwargs`` is replaced whole, a list too), each string kept."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.yaml"):
+        old.unlink()
+    argv = []
+    for i, item in enumerate(overrides):
+        if isinstance(item, dict):
+            path = folder / f"{i:02d}.yaml"
+            path.write_text(yaml.safe_dump(item, sort_keys=False))
+            argv += ["--config", str(path)]
+        else:
+            argv.append(str(item))
+    return argv
 
 
 def stage_log_dir(out: Path) -> Path:
@@ -110,12 +148,17 @@ def stage_log_dir(out: Path) -> Path:
     return out.parent / "runs" / out.name
 
 
-def _resumable(log_dir: Path, config: str, args: list[str]) -> bool:
+def _resumable(log_dir: Path, config: str, args: list[str | dict]) -> bool:
     """Whether ``log_dir`` holds a checkpoint of a fit with this config and these args (recorded in its
-    ``stage.json``); records them for the fit about to start otherwise."""
-    marker, want = log_dir / "stage.json", {"config": str(config), "args": [str(a) for a in args]}
+    ``stage.json``); records them for the fit about to start otherwise. A record whose args are all
+    ``--key=value`` strings (written before stages took config pieces) matches the pieces that set the same
+    values (:func:`~dreamgym.config_files.flat_settings`)."""
+    marker = log_dir / "stage.json"
+    want = json.loads(
+        json.dumps({"config": str(config), "args": [a if isinstance(a, dict) else str(a) for a in args]})
+    )
     found = any(log_dir.glob("version_*/checkpoints/last.ckpt"))
-    if found and marker.exists() and json.loads(marker.read_text()) == want:
+    if found and marker.exists() and _same_fit(json.loads(marker.read_text()), want):
         print(f"[stage] resuming the interrupted fit under {log_dir}", flush=True)
         return True
     if found:
@@ -123,6 +166,17 @@ def _resumable(log_dir: Path, config: str, args: list[str]) -> bool:
     log_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(want, indent=1) + "\n")
     return False
+
+
+def _same_fit(recorded: dict, want: dict) -> bool:
+    if recorded == want:
+        return True
+    old_form = all(isinstance(a, str) for a in recorded.get("args", []))
+    return (
+        old_form
+        and recorded.get("config") == want["config"]
+        and flat_settings(recorded["args"]) == flat_settings(want["args"])
+    )
 
 
 def _asked_file(out: Path) -> Path:
@@ -325,14 +379,19 @@ class TimeBudget:
         return f"{self.minutes:g} min in all, {self.reserve:g} min kept for collection and evaluation; fits: {parts}"
 
 
-def _max_time_minutes(args: list[str]) -> float | None:
-    """The last ``--trainer.max_time=DD:HH:MM:SS`` of ``args`` in minutes (None: none given)."""
-    found = [a.split("=", 1)[1] for a in args if str(a).startswith("--trainer.max_time=")]
-    if not found:
+def _max_time_minutes(args: list[str | dict]) -> float | None:
+    """The last ``trainer.max_time`` (``DD:HH:MM:SS``) that ``args`` set, in minutes (None: none given)."""
+    found = None
+    for a in args:
+        if isinstance(a, dict):
+            found = flat_settings([a]).get("trainer.max_time", found)
+        elif str(a).startswith("--trainer.max_time="):
+            found = str(a).split("=", 1)[1]
+    if found is None:
         return None
-    parts = [float(x) for x in found[-1].split(":")]
+    parts = [float(x) for x in found.split(":")] if isinstance(found, str) else []
     if len(parts) != 4:
-        raise ValueError(f"--trainer.max_time={found[-1]!r}: give DD:HH:MM:SS, e.g. 00:00:10:00")
+        raise ValueError(f"trainer.max_time={found!r}: give DD:HH:MM:SS, e.g. '00:00:10:00' (quoted in YAML)")
     d, h, m, sec = parts
     return d * 1440 + h * 60 + m + sec / 60
 
@@ -459,7 +518,8 @@ class PipelineConfig:
         seed: collection seed.
         vocab_size: BPE vocabulary size.
         experience_config: LightningCLI config of the experience-model SFT.
-        experience_args: extra CLI overrides for it (e.g. ``["--trainer.max_steps=300"]``).
+        experience_overrides: config pieces merged onto it in order (:mod:`dreamgym.lab.overrides`: mappings
+            in the config's own nesting, e.g. ``[{trainer: {max_steps: 300}}]``, or files holding one).
         experience_episodes: train-task episodes per scripted policy the experience model alone learns
             from besides the offline data (``experience_train.jsonl``, seed ``seed + 2``, teacher reasoning),
             e.g. ``{near_miss: 800}``: the placements and purchases that fail, without changing the offline
@@ -470,13 +530,13 @@ class PipelineConfig:
             searcher episodes of the clean / heat / cool games. None (default): none.
         policy_env_kwargs: env constructor arguments of that collection (default none).
         policy_sft_config: LightningCLI config of the policy warm start.
-        policy_sft_args: extra CLI overrides for it.
+        policy_sft_overrides: config pieces for it.
         rl_config: LightningCLI config of the RL stage (the class default: GRPO in the synthetic env).
-        rl_args: extra CLI overrides for it.
+        rl_overrides: config pieces for it.
         onpolicy_tasks: train tasks ``0..onpolicy_tasks-1`` the warm start plays (sampling) for the
             experience model's continuation; 0 skips stage 5 (RL then uses ``experience_model``).
-        onpolicy_experience_args: extra CLI overrides of the continuation (it reuses
-            ``experience_config``; e.g. ``["--trainer.max_steps=400"]``).
+        onpolicy_experience_overrides: config pieces of the continuation (it reuses ``experience_config``;
+            e.g. ``[{trainer: {max_steps: 400}}]``).
         eval_tasks: held-out test-split tasks ``0..eval_tasks-1`` for the final evaluation.
         eval_batch_size: env slots for the final evaluation (and the on-policy collection).
         max_steps: the step limit of the pipeline's policy episodes (on-policy collection and the
@@ -500,16 +560,16 @@ class PipelineConfig:
             (default): no judge stage. The judge is saved as ``<simulator>/judge`` (see dreamgym.lab.pipeline).
         judge_episodes: train-task episodes per scripted policy for the judge's purchases, e.g.
             ``{expert: 3000, random: 6000, non_oracle: 9000, near_miss: 10000}`` (about 25k purchases).
-        judge_args: extra CLI overrides of the judge's fit.
+        judge_overrides: config pieces of the judge's fit.
         dagger_tasks: train tasks per DAgger round the warm start plays greedily while ``dagger_agent``
             labels every state it acts in (round ``r``: tasks ``r * dagger_tasks`` on); the warm start
-            then trains further (``policy_sft_config`` from its weights, ``dagger_args``) on the offline
+            then trains further (``policy_sft_config`` from its weights, ``dagger_overrides``) on the offline
             data plus every round's labels, and the last round's model is the warm start of every later
             stage (DAgger: the clone learns the decisions in the states its own mistakes lead to; outputs
             ``policy_dagger_train.jsonl``, ``policy_dagger/``, then ``policy_dagger2...``). 0 (default): none.
         dagger_rounds: how many such rounds.
         dagger_agent: the scripted agent that labels (``non_oracle``: the one the warm start clones).
-        dagger_args: extra CLI overrides of the continued fit (after ``policy_sft_args``).
+        dagger_overrides: config pieces of the continued fit (after ``policy_sft_overrides``).
     """
 
     def __init__(
@@ -524,13 +584,13 @@ class PipelineConfig:
         seed: int = 0,
         vocab_size: int = 4096,
         experience_config: str = "configs/webshop_experience_sft.yaml",
-        experience_args: list[str] | None = None,
+        experience_overrides: list[dict | str] | None = None,
         policy_sft_config: str = "configs/webshop_policy_sft.yaml",
-        policy_sft_args: list[str] | None = None,
+        policy_sft_overrides: list[dict | str] | None = None,
         rl_config: str = "configs/webshop_grpo.yaml",
-        rl_args: list[str] | None = None,
+        rl_overrides: list[dict | str] | None = None,
         onpolicy_tasks: int = 300,
-        onpolicy_experience_args: list[str] | None = None,
+        onpolicy_experience_overrides: list[dict | str] | None = None,
         eval_tasks: int = 100,
         eval_batch_size: int = 20,
         max_steps: int = 15,
@@ -540,14 +600,14 @@ class PipelineConfig:
         time_reserve_minutes: float = 10.0,
         judge_config: str | None = None,
         judge_episodes: dict[str, int] | None = None,
-        judge_args: list[str] | None = None,
+        judge_overrides: list[dict | str] | None = None,
         experience_episodes: dict[str, int] | None = None,
         policy_episodes: dict[str, int] | None = None,
         policy_env_kwargs: dict[str, Any] | None = None,
         dagger_tasks: int = 0,
         dagger_rounds: int = 1,
         dagger_agent: str = "non_oracle",
-        dagger_args: list[str] | None = None,
+        dagger_overrides: list[dict | str] | None = None,
     ):
         if judge_config is not None and not any((judge_episodes or {}).values()):
             raise ValueError(
@@ -562,18 +622,23 @@ class PipelineConfig:
         self.out_dir, self.env, self.seed, self.vocab_size = Path(out_dir), env, seed, vocab_size
         self.train_expert, self.train_random, self.test_expert = train_expert, train_random, test_expert
         self.train_mix = {"non_oracle": train_non_oracle, "near_miss": train_near_miss}
-        self.experience_config, self.experience_args = experience_config, list(experience_args or [])
-        self.policy_sft_config, self.policy_sft_args = policy_sft_config, list(policy_sft_args or [])
-        self.rl_config, self.rl_args = rl_config, list(rl_args or [])
-        self.onpolicy_tasks, self.onpolicy_experience_args = (
-            onpolicy_tasks,
-            list(onpolicy_experience_args or []),
+        self.experience_config = experience_config
+        self.experience_overrides = load_pieces(experience_overrides, "experience_overrides")
+        self.policy_sft_config = policy_sft_config
+        self.policy_sft_overrides = load_pieces(policy_sft_overrides, "policy_sft_overrides")
+        self.rl_config, self.rl_overrides = rl_config, load_pieces(rl_overrides, "rl_overrides")
+        self.onpolicy_tasks = onpolicy_tasks
+        self.onpolicy_experience_overrides = load_pieces(
+            onpolicy_experience_overrides, "onpolicy_experience_overrides"
         )
         self.eval_tasks, self.eval_batch_size, self.max_steps = eval_tasks, eval_batch_size, max_steps
         self.offline_only = offline_only
         self.time_budget_minutes, self.time_reserve_minutes = time_budget_minutes, time_reserve_minutes
         self.time_shares = dict(time_shares or DEFAULT_TIME_SHARES)
-        self.judge_config, self.judge_args = judge_config, list(judge_args or [])
+        self.judge_config, self.judge_overrides = (
+            judge_config,
+            load_pieces(judge_overrides, "judge_overrides"),
+        )
         self.judge_episodes = {k: v for k, v in (judge_episodes or {}).items() if v}
         self.experience_episodes = {k: v for k, v in (experience_episodes or {}).items() if v}
         self.policy_episodes = {k: v for k, v in (policy_episodes or {}).items() if v}
@@ -584,7 +649,8 @@ class PipelineConfig:
                 "round (>= 0; 0: no DAgger stage) and the rounds (>= 1)"
             )
         self.dagger_tasks, self.dagger_rounds = dagger_tasks, dagger_rounds
-        self.dagger_agent, self.dagger_args = dagger_agent, list(dagger_args or [])
+        self.dagger_agent = dagger_agent
+        self.dagger_overrides = load_pieces(dagger_overrides, "dagger_overrides")
 
     def time_budget(self) -> TimeBudget | None:
         """A fresh :class:`~dreamgym.lab.stages.TimeBudget` from now (None without ``time_budget_minutes``)."""

@@ -257,11 +257,7 @@ def render_report(cfg, results: dict) -> str:
             else ""
         )
         + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
-        + (
-            f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`."
-            if shared.get("pipeline_args")
-            else ""
-        )
+        + _pipeline_overrides(shared)
         + (f" Built on {_host(shared['host'])}." if shared.get("host") else ""),
         f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
         "",
@@ -402,6 +398,21 @@ def expected_sections(cfg, results: dict) -> dict[tuple[Path, str], str]:
     if cfg.summary is not None:
         out[(cfg.summary, SUMMARY_MARKER)] = summary_table(cfg, results)
     return out
+
+
+def _pipeline_overrides(shared: dict) -> str:
+    """The report's note of the pipeline values a suite changed (``pipeline_overrides``, in YAML flow style;
+    records written before config pieces: their ``pipeline_args`` strings), "" when none."""
+    import yaml
+
+    if shared.get("pipeline_overrides"):
+        text = yaml.safe_dump(
+            shared["pipeline_overrides"], default_flow_style=True, width=10**9, sort_keys=False
+        )
+        return f" Pipeline overrides: `{text.strip()}`."
+    if shared.get("pipeline_args"):
+        return f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`."
+    return ""
 
 
 def _host(host: dict) -> str:

@@ -13,8 +13,9 @@ Each (arm, seed) is a stage whose record lands in ``results`` (a committed JSON)
 so an interrupted suite resumes where it stopped and its report is regenerated from that file alone
 (:mod:`dreamgym.lab.benchmark.report`). A record holds the held-out metrics and per-task outcomes (for the
 paired tests), real transitions split into offline / online / audit, synthetic transitions, wall-clock
-and CPU seconds of the fit and of the evaluation, the validation curve, the exact overrides and the
-commit. Arm overrides are templates: ``{seed}`` and every key of ``values`` are filled in.
+and CPU seconds of the fit and of the evaluation, the validation curve, the exact overrides (``args``: the
+config pieces, :mod:`dreamgym.lab.overrides`; records written before pieces hold ``--key=value`` strings)
+and the commit. Arm overrides are templates: ``"{seed}"`` and every key of ``values`` are filled in.
 ``--quick true`` runs the same plan once per arm on the config's tiny ``quick_preset`` stages, in its own
 folder (:meth:`SuiteConfig.quick_config`): a check that every arm runs, not a result.
 """
@@ -30,8 +31,11 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dreamgym.lab.overrides import fill_templates, load_pieces, refuse_legacy_keys, upgrade_argv
 from dreamgym.lab.pipeline import (
-    experience_args,
+    EXPERIENCE_EXPORT,
+    POLICY_EXPORT,
+    experience_fit,
     parse_pipeline_config,
     plays_simulator,
     prepare,
@@ -47,12 +51,13 @@ __all__ = [
     "SuiteConfig",
     "check_same_shared_stages",
     "parse_suite_config",
+    "suite_pipeline_config",
+    "uses_judge",
     "run_suite",
     "load_results",
     "main",
 ]
 
-_TEMPLATE = re.compile(r"\{(\w+)\}")
 RECORD_TAGS = (
     "data/real_transitions",
     "data/synthetic_transitions",
@@ -64,11 +69,11 @@ RECORD_TAGS = (
 
 @dataclass
 class ExperienceVariant:
-    """An experience model trained like the shared one but with ``args`` added to both of its fits
-    (e.g. ``["--data.init_args.k=0"]``: no retrieval)."""
+    """An experience model trained like the shared one but with the config pieces ``overrides`` added to
+    both of its fits (e.g. ``[{data: {init_args: {k: 0}}}]``: no retrieval)."""
 
     name: str
-    args: list[str] = field(default_factory=list)
+    overrides: list[dict | str] = field(default_factory=list)
     description: str = ""
 
 
@@ -79,20 +84,21 @@ class Arm:
     Attributes:
         name: the arm's name in the results and tables.
         rl_config: the LightningCLI RL config it fits; None: the warm start itself (no RL).
-        args: overrides added after the suite's ``common_args`` (templates, see the module docstring).
+        overrides: config pieces of its fit (:mod:`dreamgym.lab.overrides`), after the suite's
+            ``common_overrides`` (templates, see the module docstring).
         experience: the name of an :class:`ExperienceVariant` to simulate with (None: the shared one).
         seeds: the seeds it runs (None: the suite's ``seeds``).
         description: one line for the report.
         paper: the paper's figure for this arm (e.g. ``"63.9 (0 real)"``, Llama-3.1-8B success %), shown
             next to ours in the summary; "" when the paper has none.
         extends: the name of an earlier arm whose ``rl_config`` (unless set here), ``experience`` (unless
-            set here) and ``args`` this one starts from; its own ``args`` come after them (one lever
-            changed against a recipe, without copying the recipe).
+            set here) and ``overrides`` this one starts from; its own ``overrides`` come after them (one
+            lever changed against a recipe, without copying the recipe).
     """
 
     name: str
     rl_config: str | None = None
-    args: list[str] = field(default_factory=list)
+    overrides: list[dict | str] = field(default_factory=list)
     experience: str | None = None
     seeds: list[int] | None = None
     description: str = ""
@@ -114,7 +120,7 @@ def _resolve_extends(arms: list[Arm]) -> list[Arm]:
                 )
             arm = replace(
                 arm, rl_config=arm.rl_config or base.rl_config, experience=arm.experience or base.experience,
-                args=[*base.args, *arm.args], extends=None,
+                overrides=[*base.overrides, *arm.overrides], extends=None,
             )  # fmt: skip
         out.append(arm)
     return out
@@ -126,13 +132,14 @@ class SuiteConfig:
     Args:
         name: the suite's name (``webshop``, ``alfworld``).
         pipeline: the pipeline config whose shared stages give the warm start, experience model and data.
-        pipeline_args: overrides of the pipeline config (e.g. ``["--out_dir=artifacts/x"]``).
+        pipeline_overrides: values of the pipeline config that this suite changes, in its own spelling
+            (e.g. ``{out_dir: artifacts/x, eval_tasks: 200}``).
         out_dir: where the arms' checkpoints, logs and episodes go (not committed).
         results: the JSON file of records (committed; the report is regenerated from it).
         report: the markdown report written from ``results``.
         seeds: the default seeds of every arm.
-        values: template values for the overrides (``{iterations}``, ``{real_budget}``, ...).
-        common_args: overrides every RL arm gets first (the same budget and hyper-parameters).
+        values: template values for the overrides (``"{iterations}"``, ``"{real_budget}"``, ...).
+        common_overrides: config pieces every RL arm gets first (the same budget and hyper-parameters).
         arms: the arms, in the order they run and are reported.
         experience_variants: separately trained experience models the arms may name.
         live_step_seconds: real-step latencies (seconds) the cost model projects wall-clock at.
@@ -140,14 +147,14 @@ class SuiteConfig:
             (``<!-- benchmark:NAME:start -->`` ... ``end``) the report replaces (None: none).
         summary: the document (the README) whose section between ``<!-- results:NAME:start -->`` ...
             ``end`` gets the short table of every arm next to the paper's figure (None: none).
-        quick_preset: the ``--quick`` mode's changes (:meth:`quick_config`): ``pipeline_args`` (tiny shared
-            stages; ``{out_dir}`` in them is the quick suite's folder), ``values``, ``common_args``
-            (appended) and ``seeds`` (every arm's).
+        quick_preset: the ``--quick`` mode's changes (:meth:`quick_config`): ``pipeline_overrides`` (tiny
+            shared stages, in place of the suite's; ``{out_dir}`` in them is the quick suite's folder),
+            ``values``, ``common_overrides`` (appended) and ``seeds`` (every arm's).
         real_arm: the arm of the "vs real GRPO" column and the cost model's reference.
         dream_arm: the arm of the "vs DreamGym GRPO" column.
     """
 
-    QUICK_KEYS = ("pipeline_args", "values", "common_args", "seeds")
+    QUICK_KEYS = ("pipeline_overrides", "values", "common_overrides", "seeds")
 
     def __init__(
         self,
@@ -158,24 +165,30 @@ class SuiteConfig:
         report: str,
         seeds: list[int] | None = None,
         values: dict[str, str | int | float] | None = None,
-        common_args: list[str] | None = None,
+        common_overrides: list[dict | str] | None = None,
         arms: list[Arm] | None = None,
         experience_variants: list[ExperienceVariant] | None = None,
         live_step_seconds: list[float] | None = None,
         document: str | None = "BENCHMARKS.md",
-        pipeline_args: list[str] | None = None,
+        pipeline_overrides: dict | None = None,
         summary: str | None = None,
         quick_preset: dict | None = None,
         real_arm: str = "real_grpo",
         dream_arm: str = "dreamgym_grpo",
     ):
-        self.name, self.pipeline, self.pipeline_args = name, pipeline, list(pipeline_args or [])
+        self.name, self.pipeline, self.pipeline_overrides = name, pipeline, dict(pipeline_overrides or {})
         self.out_dir, self.results, self.report = Path(out_dir), Path(results), Path(report)
         self.seeds = list(seeds if seeds is not None else [0, 1, 2])
         self.values = dict(values or {})
-        self.common_args = list(common_args or [])
-        self.arms = _resolve_extends(list(arms or []))
-        self.variants = {v.name: v for v in experience_variants or []}
+        self.common_overrides = load_pieces(common_overrides, "common_overrides")
+        self.arms = [
+            replace(a, overrides=load_pieces(a.overrides, f"arms[{a.name}].overrides"))
+            for a in _resolve_extends(list(arms or []))
+        ]
+        self.variants = {
+            v.name: replace(v, overrides=load_pieces(v.overrides, f"experience_variants[{v.name}].overrides"))
+            for v in experience_variants or []
+        }
         self.live_step_seconds = list(live_step_seconds or [0.5, 2.0, 10.0])
         self.document = Path(document) if document else None
         self.summary = Path(summary) if summary else None
@@ -212,13 +225,17 @@ class SuiteConfig:
         return SuiteConfig(
             name=self.name,
             pipeline=self.pipeline,
-            pipeline_args=[a.replace("{out_dir}", root) for a in q.get("pipeline_args", self.pipeline_args)],
+            pipeline_overrides=fill_templates(
+                q.get("pipeline_overrides", self.pipeline_overrides),
+                {"out_dir": root},
+                "quick_preset.pipeline_overrides",
+            ),
             out_dir=root,
             results=f"{root}/{self.results.name}",
             report=f"{root}/{self.report.name}",
             seeds=seeds,
             values={**self.values, **q.get("values", {})},
-            common_args=[*self.common_args, *q.get("common_args", [])],
+            common_overrides=[*self.common_overrides, *q.get("common_overrides", [])],
             arms=[replace(a, seeds=None) for a in self.arms],
             experience_variants=list(self.variants.values()),
             live_step_seconds=self.live_step_seconds,
@@ -239,20 +256,16 @@ class SuiteConfig:
             return [0]
         return list(arm.seeds) if arm.seeds is not None else self.seeds
 
-    def fill(self, args: list[str], seed: int) -> list[str]:
-        """``args`` with every ``{name}`` (a bare identifier in braces) replaced by ``values[name]`` or the
-        seed; other braces (YAML flow mappings such as ``{write_back: true}``) are left as they are."""
-        values = {**self.values, "seed": seed}
+    def fill(self, overrides: list, seed: int) -> list:
+        """``overrides`` with every ``"{name}"`` (a bare identifier in braces) in their strings replaced by
+        ``values[name]`` or the seed (:func:`~dreamgym.lab.overrides.fill_templates`: a string that is only
+        the template becomes the value, a number stays a number)."""
+        return fill_templates(overrides, {**self.values, "seed": seed}, f"SuiteConfig {self.name!r}")
 
-        def sub(match: re.Match) -> str:
-            if match.group(1) not in values:
-                raise ValueError(
-                    f"SuiteConfig: override template names {{{match.group(1)}}}, which is not in `values` "
-                    f"{sorted(values)}; add it to `values`"
-                )
-            return str(values[match.group(1)])
-
-        return [_TEMPLATE.sub(sub, a) for a in args]
+    def arm_overrides(self, arm: Arm, seed: int) -> list[dict]:
+        """What ``arm`` with ``seed`` adds to its RL config (after the paths of its policy and simulator):
+        the seed, ``common_overrides``, then its own ``overrides``, templates filled."""
+        return [{"seed_everything": seed}, *self.fill([*self.common_overrides, *arm.overrides], seed)]
 
 
 def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
@@ -274,11 +287,14 @@ def parse_suite_config(argv: list[str]) -> tuple[SuiteConfig, dict]:
         default=False,
         help="every arm once on tiny models, in the `quick_preset` section's files",
     )
-    values = parser.parse_args(expand_config_args(argv)).as_dict()  # `__base__`: dreamgym/config_files.py
+    given = upgrade_argv(argv)  # a recorded command's old `--common_args '[...]'` (the report keeps `argv`)
+    refuse_legacy_keys(given)
+    values = parser.parse_args(expand_config_args(given)).as_dict()  # `__base__`: dreamgym/config_files.py
     flags = {k: values.pop(k) for k in ("only", "report_only", "quick")}
     flags["seeds"] = None
-    planned = _without_option(argv, "--seeds")
-    if planned != argv:  # `--seeds` on the command line selects what runs; the plan (report) stays the file's
+    planned = _without_option(given, "--seeds")
+    # `--seeds` on the command line selects what runs; the plan (report) stays the file's
+    if planned != given:
         flags["seeds"] = values["seeds"]
         values["seeds"] = parser.parse_args(expand_config_args(planned)).as_dict()["seeds"]
     kwargs = {k: v for k, v in values.items() if k not in ("config", "__path__")}
@@ -369,23 +385,31 @@ def _last(series: dict, tag: str) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- stages
+def suite_pipeline_config(cfg: SuiteConfig):
+    """The suite's pipeline config (:class:`~dreamgym.lab.stages.PipelineConfig`) with its
+    ``pipeline_overrides``."""
+    import yaml
+
+    overrides = ["--config", yaml.safe_dump(cfg.pipeline_overrides)] if cfg.pipeline_overrides else []
+    return parse_pipeline_config(["--config", cfg.pipeline, *overrides])
+
+
 def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, stage: StageClock) -> Path:
     """The variant's experience model: the shared model's fits, on the same data (its own extra episodes
-    too), with ``variant.args`` added."""
+    too), with ``variant.overrides`` added."""
     d = cfg.out_dir / "experience" / variant.name
     train = [prep.train] + ([prep.experience_episodes] if prep.experience_episodes is not None else [])
     first = stage(
         f"experience_{variant.name}", fit_stage, pcfg.experience_config,
-        [*experience_args(prep.tokenizer, train, prep.test, None), *pcfg.experience_args, *variant.args],
-        d / "offline", "model.init_args.export_dir",
+        [*experience_fit(pcfg, prep.tokenizer, train, prep.test), *variant.overrides],
+        d / "offline", EXPERIENCE_EXPORT,
     )  # fmt: skip
     if prep.rollouts is None:
         return first
     return stage(
         f"experience_{variant.name}_onpolicy", fit_stage, pcfg.experience_config,
-        [*experience_args(prep.tokenizer, [*train, prep.rollouts], prep.test, first),
-         *pcfg.onpolicy_experience_args, *variant.args],
-        d / "onpolicy", "model.init_args.export_dir",
+        [*experience_fit(pcfg, prep.tokenizer, [*train, prep.rollouts], prep.test, init=first), *variant.overrides],
+        d / "onpolicy", EXPERIENCE_EXPORT,
     )  # fmt: skip
 
 
@@ -399,20 +423,16 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     variant = cfg.variants.get(arm.experience) if arm.experience else None
     simulator = prep.simulator if variant is None else _variant_model(cfg, pcfg, prep, variant, stage)
     paths = rl_paths(arm.rl_config, simulator, prep.policy_sft)
-    args = [
-        f"--seed_everything={seed}",
-        *cfg.fill(cfg.common_args, seed),
-        *cfg.fill(arm.args, seed),
-    ]
+    args = cfg.arm_overrides(arm, seed)
     timing_file = out / "fit_timing.json"
     t0, c0 = time.perf_counter(), time.process_time()
     policy = stage(
         f"{arm.name}/s{seed}",
         fit_stage,
         arm.rl_config,
-        [*paths, *args],
+        [paths, *args],
         out / "policy",
-        "model.init_args.save_dir",
+        POLICY_EXPORT,
         out / "tb",
     )
     if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
@@ -432,7 +452,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     t1, c1 = time.perf_counter(), time.process_time()
     episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
     series = scalar_series(out / "tb", tags=RECORD_TAGS)
-    uses_simulator = any(".checkpoint=" in a for a in paths)
+    uses_simulator = plays_simulator(arm.rl_config)  # `paths` point its synthetic env(s) at the simulator
     offline = shared["offline_train_transitions"] + (
         shared["onpolicy_train_transitions"] + shared.get("experience_train_transitions", 0)
         if uses_simulator
@@ -470,10 +490,18 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
 _JUDGE_REWARD = re.compile(r"""["']?reward["']?\s*[:=]\s*["']?judge\b""")
 
 
-def uses_judge(args: list[str]) -> bool:
-    """Whether an arm's CLI overrides make the synthetic env reward with the reward judge (``reward:
-    judge`` / ``"reward": "judge"`` in its env kwargs)."""
-    return any(_JUDGE_REWARD.search(a) for a in args)
+def uses_judge(args: list[str | dict]) -> bool:
+    """Whether an arm's overrides make the synthetic env reward with the reward judge (``reward: judge`` in
+    its env kwargs): config pieces, or a record's ``--key=value`` strings written before them."""
+
+    def judged(node) -> bool:
+        if isinstance(node, dict):
+            return node.get("reward") == "judge" or any(judged(v) for v in node.values())
+        if isinstance(node, list):
+            return any(judged(v) for v in node)
+        return isinstance(node, str) and bool(_JUDGE_REWARD.search(node))
+
+    return judged(list(args))
 
 
 def weights_sha256(model_dir: Path) -> str | None:
@@ -493,11 +521,12 @@ def weights_sha256(model_dir: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _shared_record(pcfg, prep, meta: dict, pipeline_args: list[str] | None = None) -> dict:
+def _shared_record(pcfg, prep, meta: dict, pipeline_overrides: dict | None = None) -> dict:
     return {
         "pipeline_out_dir": str(pcfg.out_dir),
-        # overrides of the pipeline config the shared stages ran with
-        "pipeline_args": list(pipeline_args or []),
+        # the pipeline config's values the shared stages ran with where the suite changes them (records
+        # written before config pieces hold `pipeline_args`, a list of --key=value strings)
+        "pipeline_overrides": dict(pipeline_overrides or {}),
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
@@ -607,7 +636,7 @@ def run_suite(
 
     results = load_results(cfg.results)
     if not report_only:
-        pcfg = parse_pipeline_config(["--config", cfg.pipeline, *cfg.pipeline_args])
+        pcfg = suite_pipeline_config(cfg)
         check_same_host(cfg, results, host_fingerprint(), rebuild=not warm_episodes_path(pcfg).exists())
         stage = StageClock("benchmark")
         pending = [
@@ -625,7 +654,7 @@ def run_suite(
             for k, v in result_meta("-m dreamgym benchmark", ignore=written_files(cfg)).items()
             if k != "command"
         }
-        shared = _keep_simulator_record(_shared_record(pcfg, prep, meta, cfg.pipeline_args), results)
+        shared = _keep_simulator_record(_shared_record(pcfg, prep, meta, cfg.pipeline_overrides), results)
         warm = _outcomes(prep.warm_episodes)
         check_same_shared_stages(cfg, results, shared, warm)
         results["shared"] = shared
