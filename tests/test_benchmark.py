@@ -9,7 +9,9 @@ import pytest
 from tiny_pipeline import QUIET, SYNTHETIC_ENV, TINY_RL, TINY_RL_ARGS, TINY_SYNTHETIC_ENV, pipeline_overrides
 
 from dreamgym.lab.benchmark.report import (
+    AUDIT_TAGS,
     arm_summary,
+    audit_table,
     crossover_latency,
     figure_paths,
     paired,
@@ -174,6 +176,32 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     assert "p: two-sided exact tests against the warm start" in summary and "one-sided" not in summary
     assert (tmp_path / "rep" / "suite_toy_success.png").stat().st_size > 0
     assert (tmp_path / "rep" / "suite_toy_curves.png").stat().st_size > 0
+
+
+def test_the_audit_table_averages_each_fit_over_its_iterations_then_over_seeds(tmp_path):
+    """Arms that played synthetic steps get a closed-loop row from their records' audit curves (a resumed
+    fit's repeated step counted once); a real-env arm, or a record written without audit curves, gets none."""
+    cfg = _suite(tmp_path, arms=[Arm("warm_start"), Arm("real", "x.yaml"), Arm("dream", "y.yaml")])
+
+    def dream(seed, precision, old=False):
+        rec = _rec("dream", seed, "0110")
+        if not old:
+            rec["curve"] |= {t: [[0, 0.5], [1, 0.5], [1, precision], [2, precision]] for t in AUDIT_TAGS}
+            rec["curve"]["rollout/success_rate"] = [[0, 0.1], [1, 0.2], [2, 0.3 + seed / 10]]
+        return rec
+
+    runs = {"warm_start/s0": _rec("warm_start", 0, "0100"), "real/s0": _rec("real", 0, "0110", online=800),
+            "dream/s0": dream(0, 1.0), "dream/s1": dream(1, 0.5), "dream/s2": dream(2, 0.0, old=True)}  # fmt: skip
+    lines = audit_table(cfg, {"runs": runs})
+    # seed 0: (0.5 + 1 + 1) / 3; seed 1: 0.5 (the step logged twice: the later value); seed 2 has no curves
+    row = "| dream | 2 | 0.67 +- 0.24 | 0.67 +- 0.24 | 0.67 +- 0.24 | 0.67 +- 0.24 | 0.67 +- 0.24 | 0.10 +- 0.00 -> 0.35 +- 0.07 |"
+    assert [line for line in lines if line.startswith("| dream")] == [row]
+    assert not any(line.startswith("| real") for line in lines)
+    assert (
+        audit_table(cfg, {"runs": {k: v for k, v in runs.items() if k != "dream/s0" and k != "dream/s1"}})
+        == []
+    )
+    assert row in write_report(cfg, {"shared": {}, "runs": runs}).read_text()
 
 
 def test_figures_are_named_after_their_report(tmp_path):

@@ -33,12 +33,23 @@ __all__ = [
     "summary_table",
     "section_text",
     "comparison_table",
+    "audit_table",
+    "AUDIT_TAGS",
     "expected_sections",
     "write_report",
     "WARM_ARM",
 ]
 
 WARM_ARM = "warm_start"
+AUDIT_TAGS = (
+    "sim/audit_success_precision",
+    "sim/audit_success_recall",
+    "sim/audit_ended_real",
+    "sim/audit_score_synthetic",
+    "sim/audit_score_real",
+)
+"""The audit's closed-loop figures a record keeps per iteration (``dreamgym.rl`` logs them when a synthetic
+phase replays some of its episodes in the real env): what :func:`audit_table` summarises."""
 MARKER = "<!-- benchmark:{name}:{end} -->"
 SUMMARY_MARKER = "<!-- results:{name}:{end} -->"
 
@@ -230,6 +241,46 @@ def comparison_table(cfg, results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _per_iteration(curve: list) -> list[float]:
+    """A record's curve ``[(step, value), ...]`` as one value per step (a resumed fit logs the step it resumed
+    at twice: the later value is kept)."""
+    return list({int(step): float(value) for step, value in curve}.values())
+
+
+def audit_table(cfg, results: dict) -> list[str]:
+    """Lines of the closed-loop table of the arms that played synthetic steps, from their records' curves:
+    each audit figure (:data:`AUDIT_TAGS`) averaged over the fit's iterations, then mean +- std over seeds,
+    and the synthetic episodes' success at the first and last iteration. [] when no record has them."""
+    by_arm, _ = _by_arm(cfg, results)
+    rows = []
+    for name, records in by_arm.items():
+        curves = [r.get("curve", {}) for r in records if r.get("synthetic_transitions")]
+        curves = [c for c in curves if all(c.get(t) for t in AUDIT_TAGS)]
+        if not curves:
+            continue
+        cells = [
+            _fmt(_mean_std([statistics.fmean(_per_iteration(c[t])) for c in curves]), 2) for t in AUDIT_TAGS
+        ]
+        rollout = [_per_iteration(c.get("rollout/success_rate") or []) for c in curves]
+        first, last = (_fmt(_mean_std([r[i] for r in rollout if r]), 2) for i in (0, -1))
+        rows.append(f"| {name} | {len(curves)} | " + " | ".join(cells) + f" | {first} -> {last} |")
+    if not rows:
+        return []
+    return [
+        "",
+        "Closed loop during RL: every iteration the audit replays some of the policy's synthetic episodes in the "
+        "real env (their action sequences); each figure is averaged over the fit's iterations, then mean +- std "
+        "over seeds. Precision / recall: of the synthetic successes, the share the real env also calls a success "
+        "/ of the real successes, the share the synthetic env called one; ended real: the share of the replayed "
+        "sequences that end the episode in the real env too; pay: the mean score of those episodes in each env.",
+        "",
+        "| arm | seeds | success precision | success recall | ended real | pay, synthetic | pay, real | synthetic "
+        "success, first -> last iteration |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def render_report(cfg, results: dict) -> str:
     """The markdown report of ``results`` (no file is read or written; the figure links name
     :func:`figure_paths`): what :func:`write_report` writes to ``cfg.report``."""
@@ -263,6 +314,7 @@ def render_report(cfg, results: dict) -> str:
         "",
     ]
     lines += comparison_table(cfg, results).splitlines()
+    lines += audit_table(cfg, results)
     missing = [f"{a.name} (seeds {[s for s in cfg.arm_seeds(a) if f'{a.name}/s{s}' not in runs]})" for a in cfg.arms
                if any(f"{a.name}/s{s}" not in runs for s in cfg.arm_seeds(a))]  # fmt: skip
     resumed = sorted({r["arm"] for r in runs.values() if r.get("fit_interrupted")})

@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dreamgym.lab.benchmark.report import AUDIT_TAGS
 from dreamgym.lab.overrides import fill_templates, load_pieces, refuse_legacy_keys, upgrade_argv
 from dreamgym.lab.pipeline import (
     EXPERIENCE_EXPORT,
@@ -52,6 +53,7 @@ __all__ = [
     "check_same_shared_stages",
     "parse_suite_config",
     "suite_pipeline_config",
+    "record_curves",
     "uses_judge",
     "run_suite",
     "load_results",
@@ -64,6 +66,8 @@ RECORD_TAGS = (
     "data/audit_transitions",
     "val/success_rate",
     "rollout/success_rate",
+    "rollout/score_mean",
+    *AUDIT_TAGS,  # the closed loop on the policy's own synthetic episodes, every iteration
 )
 
 
@@ -475,15 +479,22 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         **({"fit_interrupted": n} if (n := timing.get("interrupted_processes")) else {}),
         "eval_seconds": round(time.perf_counter() - t1, 1),
         "eval_cpu_seconds": round(time.process_time() - c1, 1),
-        "curve": {
-            t: [[int(x), float(y)] for x, y in series.get(t, [])]
-            for t in ("val/success_rate", "rollout/success_rate")
-        },
+        "curve": record_curves(series),
         "rl_config": arm.rl_config,
         "args": args,
         "experience": arm.experience or "shared",
         "commit": shared["commit"],
         "dirty": shared["dirty"],
+    }
+
+
+def record_curves(series: dict) -> dict[str, list[list]]:
+    """What a record keeps of its fit's TensorBoard series: ``[[step, value], ...]`` of the validation and
+    rollout curves and, for a fit that played synthetic steps, of the audit (:data:`AUDIT_TAGS`)."""
+    always = ("val/success_rate", "rollout/success_rate")
+    keep = (*always, "rollout/score_mean", *AUDIT_TAGS)
+    return {
+        t: [[int(x), float(y)] for x, y in series.get(t, [])] for t in keep if t in always or series.get(t)
     }
 
 
