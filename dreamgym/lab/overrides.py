@@ -37,6 +37,7 @@ from dreamgym.config_files import load_config, nested
 __all__ = [
     "LEGACY_NAMES",
     "arg_piece",
+    "flow",
     "fill_templates",
     "load_pieces",
     "refuse_legacy_keys",
@@ -59,7 +60,8 @@ LEGACY_NAMES = {
 _TEMPLATE = re.compile(r"\{(\w+)\}")
 
 
-def _flow(node: Any) -> str:
+def flow(node: Any) -> str:
+    """``node`` as one line of YAML flow style (``{a: {b: 1}}``), as a message or report quotes a piece."""
     import yaml
 
     return yaml.safe_dump(node, default_flow_style=True, width=10**9, sort_keys=False).strip()
@@ -95,7 +97,7 @@ def load_pieces(items: list[dict | str] | None, field: str) -> list[dict]:
             continue
         text = str(item)
         if text.startswith("--"):
-            hint = _flow(arg_piece(text)) if "=" in text and "+=" not in text else "the nested mapping"
+            hint = flow(arg_piece(text)) if "=" in text and "+=" not in text else "the nested mapping"
             raise ValueError(
                 f"{field}: {text!r} is a command-line argument; a piece is written in the config's own nesting: "
                 f"{hint}"
@@ -214,7 +216,7 @@ def refuse_legacy_keys(argv: list[str]) -> None:
                 if new is None:
                     continue
                 try:
-                    hint = _flow(_upgraded("common_args" if name == "args" else name, value))
+                    hint = flow(_upgraded("common_args" if name == "args" else name, value))
                 except ValueError:
                     hint = "..."
                 problems.append(

@@ -22,6 +22,7 @@ import os
 import statistics
 from pathlib import Path
 
+from dreamgym.lab.overrides import flow
 from dreamgym.stats import mcnemar_exact, sign_test
 
 __all__ = [
@@ -455,13 +456,8 @@ def expected_sections(cfg, results: dict) -> dict[tuple[Path, str], str]:
 def _pipeline_overrides(shared: dict) -> str:
     """The report's note of the pipeline values a suite changed (``pipeline_overrides``, in YAML flow style;
     records written before config pieces: their ``pipeline_args`` strings), "" when none."""
-    import yaml
-
     if shared.get("pipeline_overrides"):
-        text = yaml.safe_dump(
-            shared["pipeline_overrides"], default_flow_style=True, width=10**9, sort_keys=False
-        )
-        return f" Pipeline overrides: `{text.strip()}`."
+        return f" Pipeline overrides: `{flow(shared['pipeline_overrides'])}`."
     if shared.get("pipeline_args"):
         return f" Pipeline overrides: `{' '.join(shared['pipeline_args'])}`."
     return ""

@@ -60,15 +60,14 @@ __all__ = [
     "main",
 ]
 
-RECORD_TAGS = (
-    "data/real_transitions",
-    "data/synthetic_transitions",
-    "data/audit_transitions",
+CURVE_TAGS = (
     "val/success_rate",
     "rollout/success_rate",
     "rollout/score_mean",
     *AUDIT_TAGS,  # the closed loop on the policy's own synthetic episodes, every iteration
 )
+"""The series a record keeps whole (:func:`record_curves`)."""
+RECORD_TAGS = ("data/real_transitions", "data/synthetic_transitions", "data/audit_transitions", *CURVE_TAGS)
 
 
 @dataclass
@@ -491,10 +490,11 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
 def record_curves(series: dict) -> dict[str, list[list]]:
     """What a record keeps of its fit's TensorBoard series: ``[[step, value], ...]`` of the validation and
     rollout curves and, for a fit that played synthetic steps, of the audit (:data:`AUDIT_TAGS`)."""
-    always = ("val/success_rate", "rollout/success_rate")
-    keep = (*always, "rollout/score_mean", *AUDIT_TAGS)
+    always = CURVE_TAGS[:2]  # kept even when empty
     return {
-        t: [[int(x), float(y)] for x, y in series.get(t, [])] for t in keep if t in always or series.get(t)
+        t: [[int(x), float(y)] for x, y in series.get(t, [])]
+        for t in CURVE_TAGS
+        if t in always or series.get(t)
     }
 
 
