@@ -135,6 +135,15 @@ def test_interrupted_fit_stage_resumes_from_its_checkpoint_and_other_args_start_
     assert (stage_log_dir(other) / "version_1").exists()  # a new version; the old one is left alone
     assert _state(stage_log_dir(other) / "version_0" / "checkpoints" / "last.ckpt")["step"] == ITERATIONS
 
+    # the same settings spelt otherwise than recorded (a piece setting the config's own values, as after an
+    # upgrade that changed how a suite writes its arms): the resolved config is the same, so it resumes
+    shutil.rmtree(out)  # the stage asked again, of its own folder
+    same = [*fail, {"seed_everything": 0, "trainer": {"log_every_n_steps": 1}}]
+    assert fit_stage(str(config), same, out, "model.init_args.save_dir") == out and out.exists()
+    said = capsys.readouterr().out
+    assert "the same settings, spelt otherwise" in said and "resuming the interrupted fit" in said
+    assert not (stage_log_dir(out) / "version_1").exists()
+
 
 @pytest.mark.parametrize(
     "signum, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")]

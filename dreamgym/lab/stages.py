@@ -16,6 +16,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,9 @@ def fit_stage(
     from dreamgym.lightning_cli import main as cli_main
 
     log_dir = stage_log_dir(out) if log_dir is None else log_dir
-    resume = ["--ckpt_path=last"] if _resumable(log_dir, config, args) else []
     tmp = _fresh(out)
+    resolved = lambda: _resolved(config, stage_overrides(args, log_dir, export_key, tmp))  # noqa: E731
+    resume = ["--ckpt_path=last"] if _resumable(log_dir, config, args, resolved) else []
     limit = budget.allot(out.name, cap=_max_time_minutes(args)) if budget is not None else []
     overrides = stage_overrides(args, log_dir, export_key, tmp, [*limit, *resume])
     cli_main(["fit", "--config", config, *overrides_argv(overrides, log_dir / "overrides")])
@@ -148,18 +150,27 @@ def stage_log_dir(out: Path) -> Path:
     return out.parent / "runs" / out.name
 
 
-def _resumable(log_dir: Path, config: str, args: list[str | dict]) -> bool:
+def _resumable(
+    log_dir: Path, config: str, args: list[str | dict], resolved: Callable[[], dict] | None = None
+) -> bool:
     """Whether ``log_dir`` holds a checkpoint of a fit with this config and these args (recorded in its
     ``stage.json``); records them for the fit about to start otherwise. A record whose args are all
     ``--key=value`` strings (written before stages took config pieces) matches the pieces that set the same
-    values (:func:`~dreamgym.config_files.flat_settings`)."""
+    values (:func:`~dreamgym.config_files.flat_settings`); any other record matches when ``resolved()`` (the
+    config the fit would run with) equals the one the checkpoint's fit ran with (its ``config.yaml``), so
+    the same settings spelt otherwise (other pieces, another version's wording) resume too."""
     marker = log_dir / "stage.json"
     want = json.loads(
         json.dumps({"config": str(config), "args": [a if isinstance(a, dict) else str(a) for a in args]})
     )
     found = any(log_dir.glob("version_*/checkpoints/last.ckpt"))
-    if found and marker.exists() and _same_fit(json.loads(marker.read_text()), want):
+    same = found and marker.exists() and _same_fit(json.loads(marker.read_text()), want)
+    if found and not same and resolved is not None and _same_resolved(log_dir, resolved):
+        same = True
+        print(f"[stage] {log_dir}: the same settings, spelt otherwise than recorded", flush=True)
+    if same:
         print(f"[stage] resuming the interrupted fit under {log_dir}", flush=True)
+        marker.write_text(json.dumps(want, indent=1) + "\n")
         return True
     if found:
         print(f"[stage] checkpoints under {log_dir} come from other arguments: starting fresh", flush=True)
@@ -177,6 +188,55 @@ def _same_fit(recorded: dict, want: dict) -> bool:
         and recorded.get("config") == want["config"]
         and flat_settings(recorded["args"]) == flat_settings(want["args"])
     )
+
+
+RESUME_FREE_KEYS = (
+    "config",
+    "ckpt_path",
+    "weights_only",
+    "trainer.max_time",
+    "trainer.logger.init_args.version",
+)
+"""What a resume may change or the saved config adds: the config files' own names, where it resumes from,
+the time budget's share, the log version the resumed fit writes back."""
+
+
+def _resolved(config: str, overrides: list[str | dict]) -> dict:
+    import tempfile
+
+    from dreamgym.lightning_cli import resolve_config
+
+    with tempfile.TemporaryDirectory() as pieces:
+        return resolve_config(["--config", config, *overrides_argv(overrides, Path(pieces))])
+
+
+def _same_resolved(log_dir: Path, resolved: Callable[[], dict]) -> bool:
+    """Whether the newest checkpointed fit under ``log_dir`` ran with the config ``resolved()`` gives:
+    equal but for :data:`RESUME_FREE_KEYS`, the linked arguments (computed, never saved) and what the CLI
+    fills when unset (the precision). A config that no longer parses is not the same."""
+    import yaml
+
+    from dreamgym.lightning_cli import LINKS
+
+    runs = [p.parent.parent for p in log_dir.glob("version_*/checkpoints/last.ckpt")]
+    newest = max(
+        runs, key=lambda p: int(p.name.rpartition("_")[2]) if p.name.rpartition("_")[2].isdigit() else -1
+    )
+    saved = newest / "config.yaml"
+    if not saved.exists():
+        return False
+    try:
+        now = flat_settings([json.loads(json.dumps(resolved(), default=str))])  # tuples as lists, as saved
+    except ValueError:
+        return False
+    then = flat_settings([yaml.safe_load(saved.read_text()) or {}])
+    free = [*RESUME_FREE_KEYS, *(target for _, target in LINKS)]
+    free += [k for k in ("trainer.precision",) if now.get(k) is None]
+
+    def kept(flat: dict) -> dict:
+        return {k: v for k, v in flat.items() if not any(k == f or k.startswith(f + ".") for f in free)}
+
+    return kept(now) == kept(then)
 
 
 def _asked_file(out: Path) -> Path:
