@@ -7,7 +7,8 @@ the hidden goal from it). ``Agent.reset(seed)`` starts a new episode.
 Policies by name (the ``policy`` of collected trajectories, see :func:`make_agent`):
 
 - ``expert``: the env's oracle (:func:`make_expert`, registered per env with :func:`register_expert`);
-- ``random``: :class:`RandomAgent`, any env;
+- ``random``: :class:`RandomAgent`, any env; ``random_queries``: the same, its queries any instruction
+  words rather than a run of them (more distinct real pages, e.g. for retrieval at scale);
 - ``non_oracle`` (WebShop): :class:`~dreamgym.envs.webshop.agents.VisibleTextAgent`, a heuristic that
   reads only the visible text;
 - ``near_miss`` (WebShop): :class:`~dreamgym.envs.webshop.agents.NearMissAgent`, the oracle committing
@@ -68,9 +69,21 @@ def instruction_words(instruction: str) -> list[str]:
 
 
 class RandomAgent(Agent):
-    """Uniform over the available actions; ``search[<query>]`` is filled with 2-5 instruction words."""
+    """Uniform over the available actions; ``search[<query>]`` is filled with 2-5 instruction words.
 
-    def __init__(self, seed: int | None = None):
+    Args:
+        seed: seeds the choices.
+        query: ``"span"``: a run of consecutive instruction words; ``"words"``: distinct instruction words
+            drawn anywhere, in drawn order (many more distinct queries, so many more distinct real results
+            pages: the ``random_queries`` policy).
+    """
+
+    QUERIES = ("span", "words")
+
+    def __init__(self, seed: int | None = None, query: str = "span"):
+        if query not in self.QUERIES:
+            raise ValueError(f"RandomAgent query={query!r}; use one of {self.QUERIES}")
+        self.query = query
         self.reset(seed)
 
     def act(self, obs: Any, info: dict[str, Any]) -> str:
@@ -79,8 +92,12 @@ class RandomAgent(Agent):
         if a.startswith("search["):
             words = instruction_words(obs.instruction) or ["item"]
             k = min(len(words), self.rng.randint(2, 5))
-            start = self.rng.randint(0, len(words) - k)
-            a = f"search[{' '.join(words[start : start + k])}]"
+            if self.query == "words":
+                picked = self.rng.sample(words, k)
+            else:
+                start = self.rng.randint(0, len(words) - k)
+                picked = words[start : start + k]
+            a = f"search[{' '.join(picked)}]"
         return a
 
 
@@ -161,7 +178,12 @@ def _random_agent(env: Any = None, **kwargs: Any) -> Agent:
     return RandomAgent(**kwargs)
 
 
+def _random_queries_agent(env: Any = None, **kwargs: Any) -> Agent:
+    return RandomAgent(query="words", **kwargs)
+
+
 register_agent(None, "random", _random_agent)
+register_agent(None, "random_queries", _random_queries_agent)
 register_agent("webshop", "non_oracle", "dreamgym.envs.webshop.agents:make_visible_text_agent")
 register_agent("webshop", "near_miss", "dreamgym.envs.webshop.agents:make_near_miss_agent")
 register_agent("alfworld", "non_oracle", "dreamgym.envs.alfworld.searcher:make_alfworld_searcher")

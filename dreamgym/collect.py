@@ -303,6 +303,12 @@ def main(argv: list[str] | None = None) -> None:
         help="visible-text agent episodes (WebShop shopper, ALFWorld searcher)",
     )
     ap.add_argument("--n-near-miss", type=int, default=0, help="near-miss episodes (WebShop, web)")
+    ap.add_argument(
+        "--mix",
+        default="{}",
+        help="JSON dict of more episodes per policy name, e.g. '{\"random_queries\": 1000}' "
+        "(added to the --n-* counts)",
+    )
     ap.add_argument("--out", required=True, help="JSONL file to write the trajectories to")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--append", action="store_true", help="add to an existing --out file")
@@ -321,6 +327,12 @@ def main(argv: list[str] | None = None) -> None:
         env_kwargs = json.loads(args.env_kwargs)
     except json.JSONDecodeError as e:
         ap.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({e.msg})")
+    try:
+        extra = json.loads(args.mix)
+    except json.JSONDecodeError as e:
+        ap.error(f"--mix must be a JSON object of policy name -> episodes, got {args.mix!r} ({e.msg})")
+    if not isinstance(extra, dict) or not all(isinstance(k, int) and k >= 0 for k in extra.values()):
+        ap.error(f"--mix must be a JSON object of policy name -> episodes (int >= 0), got {args.mix!r}")
     if Path(args.out).exists() and not (args.append or args.overwrite):
         ap.error(
             f"--out {args.out!r} exists; pass --append to add to it (trajectory ids of the same seed repeat) "
@@ -346,6 +358,8 @@ def main(argv: list[str] | None = None) -> None:
     out, kept = Path(args.out), Path(f"{args.out}.partial")
     _refuse_kept_episodes(out, kept)
     mix = {"non_oracle": args.n_non_oracle, "near_miss": args.n_near_miss}
+    for policy, k in extra.items():
+        mix[policy] = mix.get(policy, 0) + k
     try:
         trajs = collect_trajectories(
             args.env, args.split, args.n_expert, args.n_random, out=kept, seed=args.seed,

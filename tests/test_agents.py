@@ -1,6 +1,7 @@
 """Scripted policies: the visible-text heuristic, the near-miss oracle, the policy registry and mixes."""
 
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from tensordict import TensorDict
@@ -108,8 +109,8 @@ def test_near_miss_is_an_expert_and_checks_modes():
 
 
 def test_agent_registry():
-    assert agent_names("webshop") == ["expert", "near_miss", "non_oracle", "random"]
-    assert agent_names("alfworld") == ["expert", "near_miss", "non_oracle", "random"]
+    assert agent_names("webshop") == ["expert", "near_miss", "non_oracle", "random", "random_queries"]
+    assert agent_names("alfworld") == ["expert", "near_miss", "non_oracle", "random", "random_queries"]
     assert isinstance(make_agent("non_oracle", "alfworld"), ALFWorldSearcher)
     assert make_agent("near_miss", "alfworld", seed=1, modes=("skip_step",)).mode == "skip_step"
     assert isinstance(make_agent("non_oracle", "webshop", seed=1), VisibleTextAgent)
@@ -118,6 +119,27 @@ def test_agent_registry():
     assert type(make_agent("expert", "webshop")) is type(make_expert("webshop")) is WebShopExpert
     with pytest.raises(KeyError, match="near_miss"):
         make_agent("nope", "webshop")
+
+
+def test_random_queries_draw_instruction_words_anywhere():
+    """``random`` searches a run of consecutive instruction words; ``random_queries`` any of them, in any
+    order, so it reaches results pages ``random`` never does (the 1M distinct-transition retrieval data)."""
+    obs = SimpleNamespace(
+        instruction="i need a red cotton shirt for men, and price lower than 40.00 dollars",
+        available_actions=["search[<query>]"],
+    )
+    words = ["i", "need", "a", "red", "cotton", "shirt", "for", "men"]
+    spans = {" ".join(words[i : i + k]) for k in range(2, 6) for i in range(len(words) - k + 1)}
+
+    def queries(name: str) -> set[str]:
+        agent = make_agent(name, "webshop", seed=0)
+        return {agent.act(obs, {})[len("search[") : -1] for _ in range(300)}
+
+    assert queries("random") <= spans
+    anywhere = queries("random_queries")
+    assert anywhere - spans and all(set(q.split()) <= set(words) for q in anywhere)
+    with pytest.raises(ValueError, match="query='typo'"):
+        RandomAgent(query="typo")
 
 
 def test_collect_with_mix(tmp_path):
@@ -144,3 +166,8 @@ def test_collect_cli_lists_every_policy(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert all(f"{p}: " in printed for p in ("expert", "non_oracle", "near_miss"))
     assert "random: " not in printed and "wrote 4 trajectories" in printed
+    main([*args[:6], "--mix", '{"random_queries": 2}', "--out", str(out), "--overwrite", "--no-teacher"])
+    assert "random_queries: 2 episodes" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([*args, "--mix", '{"random_queries": -1}', "--out", str(out), "--overwrite"])
+    assert "--mix must be a JSON object of policy name -> episodes" in capsys.readouterr().err
