@@ -15,15 +15,14 @@ cosine distance R in the usearch graph, their buckets scored exactly), measured 
 With ``--distinct`` the vectors are distinct real transitions only: ``--train`` files (several may be given)
 are read in order, a (state, action) pair seen before is dropped, and a size above the distinct count is an
 error rather than filled with jitter. A million distinct transitions come from scripted agents playing the
-real env. The 2,524 human-goal train tasks saturate: 160,000 episodes of them (2.06 M transitions) hold 485,579
-distinct pairs; the 2,019 synthetic-goal train tasks (``human_goals: false``: other instructions) add the rest, e.g.
-per 20,000-episode chunk (about 120 K new distinct pairs for the first)::
+real env's train split (``scripts/collect_retrieval_1m.sh``, 20 chunks of 20,000 episodes, resumable): the 2,524
+human-goal tasks saturate at 485,579 distinct pairs in 2.06 M transitions, the synthetic-goal tasks lift that to 653,808 and
+the ``random_queries`` policy (queries of any instruction words, so results pages the span-query random agent never
+reaches) the rest::
 
-    python -m dreamgym collect --env webshop --split train --env-kwargs '{"human_goals": false}' --max-steps 30 \
-        --n-expert 0 --n-random 15000 --n-near-miss 5000 --no-teacher --batch-size 32 --seed 111 \
-        --out artifacts/retrieval/train_1m_part11.jsonl
-    python scripts/bench_retrieval.py --distinct --train artifacts/retrieval/train_1m_part*.jsonl --sizes 1000000 \
-        --out benchmarks/results/retrieval_webshop_1m_distinct.json
+    scripts/collect_retrieval_1m.sh
+    python scripts/bench_retrieval.py --distinct --train $(ls artifacts/retrieval/train_1m_part*.jsonl | sort -V) \
+        --test artifacts/webshop/offline_test.jsonl --sizes 1000000 --out benchmarks/results/retrieval_webshop_1m_distinct.json
 """
 
 from __future__ import annotations
