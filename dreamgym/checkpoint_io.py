@@ -29,11 +29,19 @@ __all__ = [
     "check_checkpoint_fits",
     "check_export_dir",
     "export_atomically",
+    "newest_last_checkpoint",
 ]
 
 RL_STATE_KEY = "dreamgym_rl"
 """Where an RL fit's checkpoint keeps its own state (schedule, replay buffers, RNG); a LightningModule that
 writes such a key names it in its class attribute ``checkpoint_state_key``."""
+
+
+def newest_last_checkpoint(root: str | os.PathLike) -> Path | None:
+    """The most recently written ``version_*/checkpoints/last.ckpt`` under a logger's ``save_dir/name``
+    (what ``--ckpt_path last`` resumes), ``None`` when there is none."""
+    found = sorted(Path(root).glob("version_*/checkpoints/last.ckpt"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

@@ -208,20 +208,20 @@ def _resume_last(cfg) -> None:
     init = logger.get("init_args") if hasattr(logger, "get") else None
     if init is None or init.get("save_dir") is None:
         return  # no file logger configured: Lightning's own lookup applies
+    from dreamgym.checkpoint_io import check_checkpoint_file, newest_last_checkpoint
+
     root = Path(init.get("save_dir")) / (init.get("name") or "lightning_logs")
-    found = sorted(root.glob("version_*/checkpoints/last.ckpt"), key=lambda p: p.stat().st_mtime)
-    if not found:
+    last = newest_last_checkpoint(root)
+    if last is None:
         print(
             f"[dreamgym] --ckpt_path last: no last.ckpt under {root}/version_*/checkpoints; starting fresh",
             flush=True,
         )
         cfg.ckpt_path = None
         return
-    from dreamgym.checkpoint_io import check_checkpoint_file
-
-    check_checkpoint_file(found[-1])
-    cfg.ckpt_path = str(found[-1])
-    init.version = found[-1].parents[1].name
+    check_checkpoint_file(last)
+    cfg.ckpt_path = str(last)
+    init.version = last.parents[1].name
     print(f"[dreamgym] --ckpt_path last: resuming {cfg.ckpt_path}", flush=True)
 
 

@@ -211,19 +211,17 @@ def _resolved(config: str, overrides: list[str | dict]) -> dict:
 
 
 def _same_resolved(log_dir: Path, resolved: Callable[[], dict]) -> bool:
-    """Whether the newest checkpointed fit under ``log_dir`` ran with the config ``resolved()`` gives:
-    equal but for :data:`RESUME_FREE_KEYS`, the linked arguments (computed, never saved) and what the CLI
-    fills when unset (the precision). A config that no longer parses is not the same."""
+    """Whether the checkpointed fit under ``log_dir`` that a resume continues ran with the config
+    ``resolved()`` gives: equal but for :data:`RESUME_FREE_KEYS`, the linked arguments (computed, never
+    saved) and what the CLI fills when unset (the precision). A config that no longer parses is not the same."""
     import yaml
 
+    from dreamgym.checkpoint_io import newest_last_checkpoint
     from dreamgym.lightning_cli import LINKS
 
-    runs = [p.parent.parent for p in log_dir.glob("version_*/checkpoints/last.ckpt")]
-    newest = max(
-        runs, key=lambda p: int(p.name.rpartition("_")[2]) if p.name.rpartition("_")[2].isdigit() else -1
-    )
-    saved = newest / "config.yaml"
-    if not saved.exists():
+    last = newest_last_checkpoint(log_dir)  # the one `--ckpt_path last` would resume
+    saved = last.parents[1] / "config.yaml" if last is not None else None
+    if saved is None or not saved.exists():
         return False
     try:
         now = flat_settings([json.loads(json.dumps(resolved(), default=str))])  # tuples as lists, as saved
