@@ -17,7 +17,7 @@ test. Held-out greedy success is the suite's own record (not replayed here)::
         --policy warm_start=artifacts/webshop_long/policy_sft \\
         dreamgym_s0=artifacts/benchmark_webshop_long_rl/dreamgym_grpo_search_judge_wave128_score_lr5e-4/s0/policy ... \\
         --out benchmarks/results/generalization_webshop_long.json
-    python scripts/policy_generalization.py --report benchmarks/results/generalization_webshop_long.json
+    python scripts/policy_generalization.py --report benchmarks/results/generalization_webshop_long.json [--arms]
 """
 
 from __future__ import annotations
@@ -122,6 +122,32 @@ def report(path: str) -> str:
     return "\n".join(lines)
 
 
+def arm_table(path: str) -> str:
+    """The base policy and each arm (seeds pooled), a column per condition: success (higher / lower, p), as
+    BENCHMARKS.md quotes it."""
+    data = json.loads(Path(path).read_text())
+    base = data["base"]
+    rows = [
+        r
+        for r in compare(data["runs"], base)
+        if r["policy"] == base or r["policy"].endswith("(seeds pooled)")
+    ]
+    conds = [c for c in CONDITIONS if any(r["condition"] == c for r in rows)]
+    lines = [f"| policy | {' | '.join(conds)} |", "|---|" + "---|" * len(conds)]
+    for name in dict.fromkeys(r["policy"] for r in rows):
+        cells = []
+        for cond in conds:
+            r = next((r for r in rows if r["policy"] == name and r["condition"] == cond), None)
+            vs = (
+                ""
+                if r is None or name == base
+                else f" ({r['higher']} / {r['lower']}, p = {r['p_two_sided']:.2g})"
+            )
+            cells.append("" if r is None else f"{r['success']:.3f}{vs}")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks-from", help="a closed_loop_fidelity.py result file: its train tasks")
@@ -137,9 +163,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="result JSON (resumable: policies and conditions already in it are kept)")
     ap.add_argument("--report", help="print the table of a result file and exit")
+    ap.add_argument(
+        "--arms", action="store_true", help="with --report: the per-arm table BENCHMARKS.md quotes"
+    )
     args = ap.parse_args(argv)
     if args.report:
-        print(report(args.report))
+        print(arm_table(args.report) if args.arms else report(args.report))
         return
     if not (args.tasks_from and args.policy and args.out):
         ap.error("--tasks-from, --policy and --out are required (or --report FILE)")

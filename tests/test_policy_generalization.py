@@ -27,3 +27,19 @@ def test_arms_pool_seeds_and_compare_each_tasks_mean_with_the_base(tmp_path):
     path.write_text(json.dumps({"base": "warm_start", "runs": runs}))
     table = gen.report(str(path))
     assert "| rl (seeds pooled) | train_greedy | 3 | 6 | 0.500 | 1 / 1, p = 1 |" in table
+
+
+def test_the_arm_table_pools_seeds_into_one_row_per_arm(tmp_path):
+    runs = {
+        "warm_start": {"train_greedy": {"a": [0.0], "b": [1.0]}},
+        "rl_s0": {"train_greedy": {"a": [1.0], "b": [1.0]}},
+        "rl_s1": {"train_greedy": {"a": [1.0], "b": [1.0]}},
+    }
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"base": "warm_start", "runs": runs}))
+    assert gen.arm_table(str(path)).splitlines() == [
+        "| policy | train_greedy |",
+        "|---|---|",
+        "| warm_start | 0.500 |",
+        "| rl (seeds pooled) | 1.000 (1 / 0, p = 1) |",
+    ]
