@@ -19,7 +19,9 @@ them), and each failed episode gets the first kind that applies:
 
 Also per source: ``target_listed``, the share of episodes whose results pages ever listed the product the
 instruction was written for (a query that never surfaces it fails before any choice), and multi-label counts
-(``terms_missed``). Reads files and plays scripted agents only (seconds).
+(``terms_missed``). Every later source is compared with the first on the task ids both played
+(``vs_first``: the two-sided exact McNemar test on success, :func:`dreamgym.stats.mcnemar_exact`), e.g. a
+DAgger'd warm start against the warm start it continues. Reads files and plays scripted agents only (seconds).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dreamgym.envs.webshop.grounding import page_of
 from dreamgym.envs.webshop.reward import purchase_score
 from dreamgym.lab.provenance import report_result
 from dreamgym.schema import Trajectory, read_trajectories
+from dreamgym.stats import mcnemar_exact
 
 KINDS = ("solved", "no_purchase", "product_type", "attributes", "options", "price")
 
@@ -94,6 +97,22 @@ def breakdown(env: WebShopEnv, trajs: list[Trajectory]) -> dict:
     }
 
 
+def vs_first(found: dict[str, dict]) -> dict[str, dict]:
+    """Each source after the first against the first, on the task ids both played once: the two-sided exact
+    McNemar test on success (``only_a``: tasks only that source solved, ``only_b``: only the first)."""
+    solved = {
+        name: {o["task_id"]: o["kind"] == "solved" for o in b["episodes_by_task"]}
+        for name, b in found.items()
+    }
+    first, *rest = list(solved) or [None]
+    out = {}
+    for name in rest:
+        common = sorted(set(solved[name]) & set(solved[first]))
+        test = mcnemar_exact([solved[name][t] for t in common], [solved[first][t] for t in common])
+        out[name] = {"against": first, **test}
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", nargs="+", action="extend", required=True, metavar="NAME=EPISODES.jsonl")
@@ -119,11 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "webshop", args.split, 0, 0, seed=args.seed, teacher=False, mix={name: n}
             )
             sources[name] = [t for t in played if t.task_id in ids]
-    result = {
-        "split": args.split,
-        "task_ids": len(ids),
-        "sources": {k: breakdown(env, v) for k, v in sources.items()},
-    }
+    found = {k: breakdown(env, v) for k, v in sources.items()}
+    result = {"split": args.split, "task_ids": len(ids), "sources": found, "vs_first": vs_first(found)}
     return report_result(result, args.out, "scripts/webshop_failures.py", argv)
 
 

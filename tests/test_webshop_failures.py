@@ -29,3 +29,17 @@ def test_the_expert_solves_a_truncated_episode_buys_nothing_and_a_wrong_option_i
     assert kind == "options" and missed == ["options"] and listed
     random = collect_trajectories("webshop", "test", 0, 8, seed=1, teacher=False)
     assert abs(sum(failures.breakdown(env, random)["kinds"].values()) - 1.0) < 1e-9
+
+
+def test_vs_first_pairs_each_source_with_the_first_on_shared_tasks():
+    def eps(kinds):  # task id -> kind
+        return {"episodes_by_task": [{"task_id": t, "kind": k} for t, k in kinds.items()]}
+
+    first = eps({"a": "solved", "b": "options", "c": "solved", "d": "price"})
+    later = eps({"a": "solved", "b": "solved", "c": "no_purchase", "d": "solved", "e": "solved"})
+    out = failures.vs_first({"warm": first, "dagger": later})
+    assert list(out) == ["dagger"]  # the first is the reference, not compared with itself
+    row = out["dagger"]
+    assert row["against"] == "warm" and row["n"] == 4  # task e: only the later source played it
+    assert (row["only_a"], row["only_b"]) == (2, 1)  # b, d gained; c lost
+    assert row["p_two_sided"] == 1.0
