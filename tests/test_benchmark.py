@@ -592,3 +592,28 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
     assert (
         0 < online["dreamgym_s2r_grpo/s0"] <= 4 and runs["dreamgym_s2r_grpo/s0"]["synthetic_transitions"] > 0
     )
+
+
+def test_a_retrain_arm_trains_the_warm_start_again_per_seed_and_is_compared_with_the_shared_one(tmp_path):
+    """`retrain: true`: the warm start's recipe with another seed, the recipe's spread beside the one warm
+    start RL starts from (issue 62); no simulator is prepared for it."""
+    out = tmp_path / "ws"
+    pipeline = {**pipeline_overrides(out, QUIET), "time_budget_minutes": None}
+    arms = [Arm("warm_start"), Arm("warm_start_seeds", retrain=True, seeds=[1])]
+    cfg = _suite(tmp_path, pipeline_overrides=pipeline, arms=arms, seeds=[0])
+    assert cfg.warm_arms == {"warm_start"} and cfg.arm_seeds(arms[1]) == [1]
+    results = run_suite(cfg)
+    runs, shared = results["runs"], results["shared"]
+    assert sorted(runs) == ["warm_start/s0", "warm_start_seeds/s1"]
+    again = runs["warm_start_seeds/s1"]
+    assert again["args"] == [{"seed_everything": 1}] and again["rl_config"] is None
+    # its own fit, not the shared one
+    assert again["weights_sha256"] != shared["weights_sha256"]["warm_start"]
+    assert again["task_ids"] == runs["warm_start/s0"]["task_ids"] and again["real_transitions"]["online"] == 0
+    assert shared["weights_sha256"]["simulator"] is None  # no arm needed the experience model
+    assert "| warm_start_seeds | 1 |" in (tmp_path / "rep" / "suite_toy.md").read_text()
+    with pytest.raises(ValueError, match="retrain: true and rl_config"):
+        _suite(tmp_path, arms=[Arm("x", "configs/webshop_real_grpo.yaml", retrain=True)])
+    dagger = _suite(tmp_path / "d", pipeline_overrides={**pipeline, "dagger_tasks": 1}, arms=arms)
+    with pytest.raises(ValueError, match="dagger_tasks=1 / time_budget_minutes=None, which a retrain"):
+        run_suite(dagger, only=["warm_start_seeds"])

@@ -97,6 +97,10 @@ class Arm:
         extends: the name of an earlier arm whose ``rl_config`` (unless set here), ``experience`` (unless
             set here) and ``overrides`` this one starts from; its own ``overrides`` come after them (one
             lever changed against a recipe, without copying the recipe).
+        retrain: without ``rl_config``: the warm start's recipe trained again, once per seed
+            (``seed_everything`` = seed; the shared warm start is the config's own seed, 0), then the same
+            held-out evaluation: the recipe's spread beside the one warm start every RL arm starts from
+            (``overrides``: config pieces of that fit). False: the shared warm start's own record.
     """
 
     name: str
@@ -107,6 +111,7 @@ class Arm:
     description: str = ""
     paper: str = ""
     extends: str | None = None
+    retrain: bool = False
 
 
 def _resolve_extends(arms: list[Arm]) -> list[Arm]:
@@ -209,6 +214,11 @@ class SuiteConfig:
         if dup:
             raise ValueError(f"SuiteConfig.arms: arm names must be unique; repeated: {dup}")
         for arm in self.arms:
+            if arm.retrain and arm.rl_config is not None:
+                raise ValueError(
+                    f"SuiteConfig.arms: arm {arm.name!r} sets retrain: true and rl_config={arm.rl_config!r}; "
+                    "retrain trains the warm start's recipe again (no RL): drop one of the two"
+                )
             if arm.experience is not None and arm.experience not in self.variants:
                 raise ValueError(
                     f"SuiteConfig.arms: arm {arm.name!r} names experience={arm.experience!r}, which is not in "
@@ -251,11 +261,11 @@ class SuiteConfig:
     @property
     def warm_arms(self) -> set[str]:
         """The arms without RL (their record is the warm start's held-out episodes)."""
-        return {a.name for a in self.arms if a.rl_config is None}
+        return {a.name for a in self.arms if a.rl_config is None and not a.retrain}
 
     def arm_seeds(self, arm: Arm) -> list[int]:
         """The seeds ``arm`` runs (the warm start is deterministic: one record)."""
-        if arm.rl_config is None:
+        if arm.rl_config is None and not arm.retrain:
             return [0]
         return list(arm.seeds) if arm.seeds is not None else self.seeds
 
@@ -419,7 +429,7 @@ def _variant_model(cfg: SuiteConfig, pcfg, prep, variant: ExperienceVariant, sta
 def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, shared: dict) -> dict:
     """Fit ``arm`` with ``seed`` (skipped when its policy exists) and evaluate it; its record (``shared``:
     the suite's shared record, whose transition counts and commit it reuses)."""
-    from dreamgym.lab.plots import interrupted_spans, scalar_series
+    from dreamgym.lab.plots import scalar_series
 
     out = cfg.out_dir / arm.name / f"s{seed}"
     out.mkdir(parents=True, exist_ok=True)
@@ -427,31 +437,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     simulator = prep.simulator if variant is None else _variant_model(cfg, pcfg, prep, variant, stage)
     paths = rl_paths(arm.rl_config, simulator, prep.policy_sft)
     args = cfg.arm_overrides(arm, seed)
-    timing_file = out / "fit_timing.json"
-    t0, c0 = time.perf_counter(), time.process_time()
-    policy = stage(
-        f"{arm.name}/s{seed}",
-        fit_stage,
-        arm.rl_config,
-        [paths, *args],
-        out / "policy",
-        POLICY_EXPORT,
-        out / "tb",
-    )
-    if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
-        # a fit resumed after a kill: the killed processes' wall-clock to their last checkpoint (their CPU
-        # time is lost with them; the record says how many there were)
-        earlier = interrupted_spans(out / "tb")
-        timing_file.write_text(
-            json.dumps(
-                {
-                    "seconds": time.perf_counter() - t0 + sum(earlier),
-                    "cpu_seconds": time.process_time() - c0,
-                    "interrupted_processes": len(earlier),
-                }
-            )
-        )
-    timing = json.loads(timing_file.read_text())
+    policy, timing = _timed_fit(stage, f"{arm.name}/s{seed}", arm.rl_config, [paths, *args], out)
     t1, c1 = time.perf_counter(), time.process_time()
     episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
     series = scalar_series(out / "tb", tags=RECORD_TAGS)
@@ -482,6 +468,72 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
         "rl_config": arm.rl_config,
         "args": args,
         "experience": arm.experience or "shared",
+        "commit": shared["commit"],
+        "dirty": shared["dirty"],
+    }
+
+
+def _timed_fit(stage: StageClock, name: str, config: str, args: list, out: Path) -> tuple[Path, dict]:
+    """Fit ``config`` with ``args`` as stage ``name``, exporting to ``out/policy`` with TensorBoard in
+    ``out/tb`` (skipped when the policy exists); the policy and the fit's timing (``out/fit_timing.json``:
+    ``seconds``, ``cpu_seconds``, ``interrupted_processes``)."""
+    from dreamgym.lab.plots import interrupted_spans
+
+    timing_file = out / "fit_timing.json"
+    t0, c0 = time.perf_counter(), time.process_time()
+    policy = stage(name, fit_stage, config, args, out / "policy", POLICY_EXPORT, out / "tb")
+    if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
+        # a fit resumed after a kill: the killed processes' wall-clock to their last checkpoint (their CPU
+        # time is lost with them; the record says how many there were)
+        earlier = interrupted_spans(out / "tb")
+        timing_file.write_text(
+            json.dumps(
+                {
+                    "seconds": time.perf_counter() - t0 + sum(earlier),
+                    "cpu_seconds": time.process_time() - c0,
+                    "interrupted_processes": len(earlier),
+                }
+            )
+        )
+    return policy, json.loads(timing_file.read_text())
+
+
+def _run_retrain(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, shared: dict) -> dict:
+    """Train the warm start's recipe again with ``seed`` (skipped when its policy exists) and evaluate it on
+    the held-out tasks; its record (no RL: no online, audit or synthetic transitions)."""
+    if pcfg.dagger_tasks > 0 or pcfg.time_budget_minutes is not None:
+        raise ValueError(
+            f"arm {arm.name!r} (retrain: true) trains the warm start's policy_sft fit again, but the pipeline "
+            f"{cfg.pipeline} also shapes it with dagger_tasks={pcfg.dagger_tasks} / time_budget_minutes="
+            f"{pcfg.time_budget_minutes}, which a retrain would not repeat; give the suite a pipeline without "
+            "them (dagger_tasks: 0, time_budget_minutes: null) or drop the arm"
+        )
+    from dreamgym.lab.pipeline import policy_sft_fit
+
+    out = cfg.out_dir / arm.name / f"s{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    train = [prep.train] + ([prep.policy_episodes] if prep.policy_episodes is not None else [])
+    args = [{"seed_everything": seed}, *cfg.fill(arm.overrides, seed)]
+    fit_args = [*policy_sft_fit(pcfg, train, prep.test, tokenizer=prep.tokenizer), *args]
+    policy, timing = _timed_fit(stage, f"{arm.name}/s{seed}", pcfg.policy_sft_config, fit_args, out)
+    t1, c1 = time.perf_counter(), time.process_time()
+    episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
+    return {
+        "arm": arm.name,
+        "seed": seed,
+        **_outcomes(episodes),
+        "real_transitions": {"offline": shared["offline_train_transitions"], "online": 0, "audit": 0},
+        "synthetic_transitions": 0,
+        "fit_seconds": round(timing["seconds"], 1),
+        "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
+        **({"fit_interrupted": n} if (n := timing.get("interrupted_processes")) else {}),
+        "eval_seconds": round(time.perf_counter() - t1, 1),
+        "eval_cpu_seconds": round(time.process_time() - c1, 1),
+        "curve": record_curves({}),
+        "rl_config": None,
+        "policy_sft_config": pcfg.policy_sft_config,
+        "args": args,
+        "weights_sha256": weights_sha256(policy),
         "commit": shared["commit"],
         "dirty": shared["dirty"],
     }
@@ -678,7 +730,9 @@ def run_suite(
                 key = f"{arm.name}/s{seed}"
                 if key in load_results(cfg.results)["runs"]:  # on record (maybe by a parallel suite)
                     continue
-                if arm.rl_config is None:
+                if arm.retrain:
+                    rec = _run_retrain(cfg, pcfg, prep, arm, seed, stage, results["shared"])
+                elif arm.rl_config is None:
                     rec = {"arm": arm.name, "seed": seed, **warm, "real_transitions": {
                         "offline": results["shared"]["offline_train_transitions"], "online": 0, "audit": 0},
                         "synthetic_transitions": 0, "fit_seconds": 0.0, "fit_cpu_seconds": 0.0,
