@@ -117,6 +117,10 @@ def per_task(a: list[dict], b: list[dict]) -> dict | None:
     return sign_test(seed_mean(a), seed_mean(b))
 
 
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
 def _p(p: float) -> str:
     """A p value: three decimals, or two significant digits below 0.001 (never ``0.000``)."""
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
@@ -311,7 +315,8 @@ def render_report(cfg, results: dict) -> str:
         + f". Held-out: the first {shared.get('eval_tasks', '?')} real test tasks, greedy."
         + _pipeline_overrides(shared)
         + (f" Built on {_host(shared['host'])}." if shared.get("host") else ""),
-        f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items())}.",
+        # the numbers of `values` (a path such as the grounded env's record is no budget)
+        f"Budget of every RL arm: {', '.join(f'{k} = {v}' for k, v in cfg.values.items() if _number(v))}.",
         "",
     ]
     lines += comparison_table(cfg, results).splitlines()
