@@ -589,6 +589,14 @@ def test_tiny_alfworld_suite_runs_the_main_arms_on_the_bundled_games(tmp_path):
     assert kinds and kinds <= {f"pick_{v}_then_place_in_recep" for v in ("clean", "cool", "heat")}
     online = {k: r["real_transitions"]["online"] for k, r in runs.items()}
     assert online["warm_start/s0"] == online["dreamgym_grpo/s0"] == 0 < online["real_grpo/s0"] <= 8
+    # the warm start's own data (the extra searcher episodes, the DAgger labels) counts in every arm's offline
+    shared = json.loads((tmp_path / "res.json").read_text())["shared"]
+    own = shared["warm_start_train_transitions"]
+    assert (
+        own > 0
+        and runs["warm_start/s0"]["real_transitions"]["offline"] == shared["offline_train_transitions"] + own
+    )
+    assert runs["real_grpo/s0"]["real_transitions"]["offline"] == shared["offline_train_transitions"] + own
     assert (
         0 < online["dreamgym_s2r_grpo/s0"] <= 4 and runs["dreamgym_s2r_grpo/s0"]["synthetic_transitions"] > 0
     )

@@ -134,7 +134,8 @@ class Prepared:
     model's own extra train episodes (None without ``experience_episodes``), ``policy_episodes`` the warm
     start's (None without ``policy_episodes``); ``judge`` the reward judge
     saved as ``<simulator>/judge`` and ``judge_purchases`` its own train episodes (both None without
-    ``judge_config``). ``experience``, ``simulator`` and ``rollouts`` are None when
+    ``judge_config``); ``dagger_labels`` every DAgger round's labelled train episodes (empty without
+    ``dagger_tasks``). ``experience``, ``simulator`` and ``rollouts`` are None when
     :func:`prepare` was asked for the real-env stages only (``simulator=False``).
     """
 
@@ -150,6 +151,7 @@ class Prepared:
     policy_episodes: Path | None = None
     judge: Path | None = None
     judge_purchases: Path | None = None
+    dagger_labels: tuple[Path, ...] = ()
 
 
 def experience_paths(tokenizer: Path, train: list[Path], test: Path, init: Path | None) -> dict:
@@ -285,7 +287,7 @@ def prepare(
         )  # fmt: skip
     return Prepared(train=train, test=test, tokenizer=tok, experience=exp, policy_sft=sft, rollouts=rollouts,
                     simulator=sim, warm_episodes=warm, experience_episodes=extra, policy_episodes=policy_extra, judge=judge,
-                    judge_purchases=purchases)  # fmt: skip
+                    judge_purchases=purchases, dagger_labels=tuple(labels))  # fmt: skip
 
 
 def _built(out: Path) -> Path | None:

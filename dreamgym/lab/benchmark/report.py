@@ -305,7 +305,14 @@ def render_report(cfg, results: dict) -> str:
         f"Command: `{cfg.command}` (report only: add "
         f"`--report_only true`). Records: `{cfg.results}`; commits of the records: {', '.join(commits) or 'n/a'}.",
         f"Shared stages from `{cfg.pipeline}` (`{shared.get('pipeline_out_dir', '?')}`): offline train transitions "
-        f"{shared.get('offline_train_transitions', '?')}, the warm start's on-policy train transitions "
+        f"{shared.get('offline_train_transitions', '?')}"
+        + (
+            f", the warm start's own train transitions (its extra episodes, DAgger labels) "
+            f"{shared['warm_start_train_transitions']}"
+            if shared.get("warm_start_train_transitions")
+            else ""
+        )
+        + f", the warm start's on-policy train transitions "
         f"{shared.get('onpolicy_train_transitions', '?')}"
         + (
             f", the experience model's own extra train transitions {shared['experience_train_transitions']}"

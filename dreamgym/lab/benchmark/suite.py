@@ -442,7 +442,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
     series = scalar_series(out / "tb", tags=RECORD_TAGS)
     uses_simulator = plays_simulator(arm.rl_config)  # `paths` point its synthetic env(s) at the simulator
-    offline = shared["offline_train_transitions"] + (
+    offline = warm_start_offline(shared) + (
         shared["onpolicy_train_transitions"] + shared.get("experience_train_transitions", 0)
         if uses_simulator
         else 0
@@ -522,7 +522,7 @@ def _run_retrain(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: Stage
         "arm": arm.name,
         "seed": seed,
         **_outcomes(episodes),
-        "real_transitions": {"offline": shared["offline_train_transitions"], "online": 0, "audit": 0},
+        "real_transitions": {"offline": warm_start_offline(shared), "online": 0, "audit": 0},
         "synthetic_transitions": 0,
         "fit_seconds": round(timing["seconds"], 1),
         "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
@@ -592,6 +592,10 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_overrides: dict | None = Non
         "pipeline_overrides": dict(pipeline_overrides or {}),
         "eval_tasks": pcfg.eval_tasks,
         "offline_train_transitions": count_transitions(prep.train),
+        # the warm start's own train data besides the offline data: extra scripted episodes, DAgger labels
+        "warm_start_train_transitions": sum(
+            count_transitions(f) for f in [prep.policy_episodes, *prep.dagger_labels] if f is not None
+        ),
         "onpolicy_train_transitions": count_transitions(prep.rollouts) if prep.rollouts else 0,
         "experience_train_transitions": count_transitions(prep.experience_episodes)
         if prep.experience_episodes
@@ -607,6 +611,12 @@ def _shared_record(pcfg, prep, meta: dict, pipeline_overrides: dict | None = Non
         },
         **meta,
     }
+
+
+def warm_start_offline(shared: dict) -> int:
+    """The real transitions a warm start depends on: the offline data and its own (extra episodes, DAgger
+    labels; a record from before that count has none)."""
+    return shared["offline_train_transitions"] + shared.get("warm_start_train_transitions", 0)
 
 
 def _needs_simulator(arm: Arm) -> bool:
@@ -734,7 +744,7 @@ def run_suite(
                     rec = _run_retrain(cfg, pcfg, prep, arm, seed, stage, results["shared"])
                 elif arm.rl_config is None:
                     rec = {"arm": arm.name, "seed": seed, **warm, "real_transitions": {
-                        "offline": results["shared"]["offline_train_transitions"], "online": 0, "audit": 0},
+                        "offline": warm_start_offline(results["shared"]), "online": 0, "audit": 0},
                         "synthetic_transitions": 0, "fit_seconds": 0.0, "fit_cpu_seconds": 0.0,
                         "eval_seconds": stage.seconds.get("evaluate_policy_sft", 0.0),
                         "commit": results["shared"]["commit"], "dirty": results["shared"]["dirty"]}  # fmt: skip
