@@ -318,8 +318,15 @@ def test_real_env_stages_alone_skip_the_experience_model_and_judge(tmp_path):
         again.experience == out / "experience_model" and again.simulator is again.judge is None
     )  # no on-policy
     (out / "experience_model_onpolicy" / "judge").mkdir(parents=True)
+    assert again.rollouts is again.judge_purchases is None
+    for name in ("policy_rollouts_train.jsonl", "judge_purchases_train.jsonl"):  # and their train episodes
+        (out / name).write_text("")
     again = prepare(parse_pipeline_config(argv), StageClock("test"), simulator=False)
     assert again.simulator == out / "experience_model_onpolicy" and again.judge == again.simulator / "judge"
+    assert (again.rollouts, again.judge_purchases) == (
+        out / "policy_rollouts_train.jsonl",
+        out / "judge_purchases_train.jsonl",
+    )  # a record's transition counts come from them (a real-env arm recorded 0 on-policy transitions)
 
 
 def test_train_policy_episodes_spread_over_alfworlds_task_types():

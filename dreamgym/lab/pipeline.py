@@ -106,6 +106,13 @@ EXPERIENCE_EXPORT = "model.init_args.export_dir"
 """Where the experience-model SFT (and the reward judge) export: the key :func:`fit_stage` sets."""
 POLICY_EXPORT = "model.init_args.save_dir"
 """Where the policy SFT and RL fits export."""
+ROLLOUTS_FILE, JUDGE_PURCHASES_FILE, EXPERIENCE_EPISODES_FILE = (
+    "policy_rollouts_train.jsonl",
+    "judge_purchases_train.jsonl",
+    "experience_train.jsonl",
+)
+"""The simulator's train episodes under ``out_dir``: the warm start's on-policy ones, the judge's purchases and
+the experience model's own scripted ones."""
 
 
 def parse_pipeline_config(argv: list[str]) -> PipelineConfig:
@@ -135,8 +142,10 @@ class Prepared:
     start's (None without ``policy_episodes``); ``judge`` the reward judge
     saved as ``<simulator>/judge`` and ``judge_purchases`` its own train episodes (both None without
     ``judge_config``); ``dagger_labels`` every DAgger round's labelled train episodes (empty without
-    ``dagger_tasks``). ``experience``, ``simulator`` and ``rollouts`` are None when
-    :func:`prepare` was asked for the real-env stages only (``simulator=False``).
+    ``dagger_tasks``). When :func:`prepare` was asked for the real-env stages only (``simulator=False``),
+    the simulator's fields (``experience``, ``simulator``, ``rollouts``, ``experience_episodes``, ``judge``,
+    ``judge_purchases``) name what an earlier call built, else None: a record's facts (weights, transition
+    counts) stay those of the simulator on disk.
     """
 
     train: Path
@@ -229,11 +238,13 @@ def prepare(
     )
     test = stage("collect_test", collect_stage, cfg, "test", cfg.test_expert, 0)
     tok = stage("tokenizer", tokenizer_stage, cfg, train)
-    extra = (
-        stage("collect_experience", experience_episodes_stage, cfg)
-        if cfg.experience_episodes and simulator
-        else None
-    )
+    extra = None
+    if cfg.experience_episodes:  # without ``simulator``: what an earlier call built (_built), as below
+        extra = (
+            stage("collect_experience", experience_episodes_stage, cfg)
+            if simulator
+            else _built(d / EXPERIENCE_EPISODES_FILE)
+        )
     exp_train = [train] + ([extra] if extra is not None else [])
     # without ``simulator`` its stages are not run; what an earlier call built is still reported (_built)
     exp_dir, onpolicy_dir = d / "experience_model", d / "experience_model_onpolicy"
@@ -261,11 +272,11 @@ def prepare(
         )  # fmt: skip
     sim, rollouts = exp, None
     if cfg.onpolicy_tasks > 0 and not simulator:
-        sim = _built(onpolicy_dir)
+        sim, rollouts = _built(onpolicy_dir), _built(d / ROLLOUTS_FILE)
     elif cfg.onpolicy_tasks > 0:
         rollouts = stage(
             "onpolicy_rollouts", policy_episodes, cfg, sft, "train", cfg.onpolicy_tasks,
-            d / "policy_rollouts_train.jsonl", _episode_minutes(budget, "onpolicy_rollouts"),
+            d / ROLLOUTS_FILE, _episode_minutes(budget, "onpolicy_rollouts"),
         )  # fmt: skip
         sim = stage(
             "experience_onpolicy", fit_stage, cfg.experience_config,
@@ -279,6 +290,7 @@ def prepare(
     judge = purchases = None
     if cfg.judge_config is not None and not simulator:
         judge = _built(sim / JUDGE_DIR) if sim is not None else None
+        purchases = _built(d / JUDGE_PURCHASES_FILE)
     elif cfg.judge_config is not None:
         purchases = stage("collect_judge", judge_purchases_stage, cfg)
         judge = stage(
@@ -326,15 +338,13 @@ def _train_episodes(
 def judge_purchases_stage(cfg: PipelineConfig) -> Path:
     """``judge_purchases_train.jsonl`` under ``out_dir``: ``judge_episodes`` on TRAIN tasks (no teacher
     reasoning; seed ``seed + 1``, so not the offline data's episodes again)."""
-    return _train_episodes(
-        cfg, "judge_purchases_train.jsonl", cfg.judge_episodes, cfg.seed + 1, teacher=False
-    )
+    return _train_episodes(cfg, JUDGE_PURCHASES_FILE, cfg.judge_episodes, cfg.seed + 1, teacher=False)
 
 
 def experience_episodes_stage(cfg: PipelineConfig) -> Path:
     """``experience_train.jsonl`` under ``out_dir``: ``experience_episodes`` on TRAIN tasks with teacher
     reasoning (seed ``seed + 2``), for the experience model's fits only."""
-    return _train_episodes(cfg, "experience_train.jsonl", cfg.experience_episodes, cfg.seed + 2, teacher=True)
+    return _train_episodes(cfg, EXPERIENCE_EPISODES_FILE, cfg.experience_episodes, cfg.seed + 2, teacher=True)
 
 
 def policy_episodes_stage(cfg: PipelineConfig) -> Path:
@@ -389,7 +399,7 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     result = {**evals, "policy_rl_vs_policy_sft": comparison, "per_task": per_task}
     write_result(d / "eval.json", result, indent=2)  # atomic
     peak_mb = peak_rss_mb()
-    fid, rollouts_file = d / "fidelity_onpolicy.json", d / "policy_rollouts_train.jsonl"
+    fid, rollouts_file = d / "fidelity_onpolicy.json", d / ROLLOUTS_FILE
     report = {
         "stage_seconds": times,
         "time_budget": None
