@@ -218,7 +218,13 @@ def _listed(page: str) -> list[str]:
     return [ln.split(" | ")[0][len("[product] ") :] for ln in page.split("\n") if ln.startswith("[product] ")]
 
 
-def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
+def _search_figures(sums: list[float], n: int) -> dict:
+    """Per-search means of the record's search against the real page: cover, exact page, first product."""
+    keys = ("search_covers_real", "search_page_exact", "search_top1")
+    return {k: v / max(n, 1) for k, v in zip(keys, sums, strict=True)}
+
+
+def query_check(experience: str, out: dict, episode_files: list[str], record: list[str] = ()) -> dict:
     """Why paths leave the record: per mode of ``out``, the share of the policy's searches that repeat a
     recorded query; per real episode file (e.g. the warm start's held-out episodes), that share and the
     share of each real page-1 product that the products the closest recorded queries listed hold
@@ -226,10 +232,15 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
     page is rewritten onto), and how the record's own search (``unrecorded="search"``:
     :meth:`~dreamgym.envs.webshop.grounding.WebShopGrounding.search`) agrees with the real page: the share
     of each real page-1 product it lists on page 1 (``search_covers_real``) and the share of searches whose
-    composed page is the real page exactly (``search_page_exact``)."""
+    composed page is the real page exactly (``search_page_exact``), and whose first product is the real
+    first (``search_top1``). ``record``: more real trajectory files the grounding reads (SyntheticEnv.record).
+    The same search figures for the search without the item pages' attribute lines
+    (``search_attributes=False``, only the real engine's fields) under ``without_attributes``."""
     from dreamgym.envs.webshop import WebShopEnv
 
-    g = WebShopEnv.grounding().sync(ReplayBuffer.load(Path(experience) / "buffer"))
+    buffer = ReplayBuffer.load(Path(experience) / "buffer")
+    g = WebShopEnv.grounding().sync(buffer).add_files(list(record))
+    plain = WebShopEnv.grounding(search_attributes=False).sync(buffer).add_files(list(record))
 
     def recorded(query: str) -> bool:
         return (" ".join(query.lower().split(" ")), 1) in g.results
@@ -241,7 +252,8 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
         ]
         res["modes"][name] = {"searches": len(qs), "recorded_query": sum(map(recorded, qs)) / max(len(qs), 1)}
     for path in episode_files:
-        n = hit = cover = covered = exact = 0
+        n = hit = cover = 0
+        searches = {"": [0.0, 0.0, 0.0], "without_attributes": [0.0, 0.0, 0.0]}  # covered, exact, top-1
         for traj in read_trajectories(path):
             for t in traj.transitions:
                 page = page_of(t.next_state)
@@ -249,16 +261,20 @@ def query_check(experience: str, out: dict, episode_files: list[str]) -> dict:
                     real = _listed(t.next_state)
                     n, hit = n + 1, hit + recorded(page[1])
                     cover += len(set(real) & set(g.similar_products(page[1]))) / max(len(real), 1)
-                    composed = g.compose([SEARCH_PAGE], t.action)
-                    mine = [] if composed is None else _listed(composed.next_state)
-                    covered += len(set(real) & set(mine)) / max(len(real), 1)
-                    exact += composed is not None and composed.next_state == t.next_state
+                    for key, grounding in (("", g), ("without_attributes", plain)):
+                        composed = grounding.compose([SEARCH_PAGE], t.action)
+                        mine = [] if composed is None else _listed(composed.next_state)
+                        sums = searches[key]
+                        sums[0] += len(set(real) & set(mine)) / max(len(real), 1)
+                        sums[1] += composed is not None and composed.next_state == t.next_state
+                        sums[2] += bool(real) and mine[:1] == real[:1]
+
         res["files"][path] = {
             "searches": n,
             "recorded_query": hit / max(n, 1),
             "pool_covers_real": cover / max(n, 1),
-            "search_covers_real": covered / max(n, 1),
-            "search_page_exact": exact / max(n, 1),
+            **_search_figures(searches[""], n),
+            "without_attributes": _search_figures(searches["without_attributes"], n),
         }
     return res
 
@@ -345,8 +361,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--out is required (or --report FILE ...)")
     if args.query_check is not None:
         path = Path(args.out)
-        out = json.loads(path.read_text())
-        out["query_check"] = {**query_check(args.experience, out, args.query_check),
+        out = json.loads(path.read_text()) if path.exists() else {}
+        out["query_check"] = {**query_check(args.experience, out, args.query_check, args.record),
                               **result_meta("scripts/closed_loop_fidelity.py", argv)}  # fmt: skip
         print(json.dumps({k: v for k, v in out["query_check"].items()}, indent=1))
         write_result(path, out, indent=1)

@@ -395,3 +395,32 @@ def test_record_files_join_the_buffer_in_the_grounding_but_not_in_retrieval(epis
         SyntheticEnv(
             model, [task], "webshop", batch_size=[1], ground=True, record=[str(tmp_path / "none.jsonl")]
         )
+
+
+def test_the_records_search_indexes_the_attribute_line_only_when_asked(episodes):
+    """``search_attributes=False``: the record's search indexes only the fields the real engine indexes
+    (the attribute line of an item page is not one of them); SyntheticEnv passes the option through."""
+    g = WebShopGrounding().sync(_buffer(episodes))
+    plain = WebShopGrounding(search_attributes=False).sync(_buffer(episodes))
+    asin, attrs = next(
+        (a, ln[len("[attributes] ") :].replace(" ; ", " ").lower())
+        for a, page in g.items.items()
+        for ln in page.split("\n")
+        if ln.startswith("[attributes] ") and len(ln) > 20
+    )
+    assert attrs in g.record_document(asin) and attrs not in plain.record_document(asin)
+    assert g.record_document(asin).replace(" " + attrs, "") == plain.record_document(asin)
+    assert WebShopEnv.grounding(search_attributes=False).search_attributes is False
+    with pytest.raises(ValueError, match=r"grounding options are \['search_attributes'\], got \['typo'\]"):
+        WebShopEnv.grounding(typo=1)
+    from dreamgym.envs.alfworld.env import ALFWorldEnv
+
+    with pytest.raises(ValueError, match="takes no options"):  # the default grounding (ALFWorld's) takes none
+        ALFWorldEnv.grounding(search_attributes=False)
+    traj = episodes[0]
+    first = traj.transitions[0]
+    task = SyntheticTask(traj.task_id, traj.instruction, first.state, list(first.available_actions))
+    with pytest.raises(ValueError, match="need ground=True"):
+        SyntheticEnv(
+            _Scripted(_buffer(episodes)), [task], "webshop", grounding_options={"search_attributes": False}
+        )

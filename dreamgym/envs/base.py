@@ -252,10 +252,19 @@ class TextEnvBase(EnvBase):
         return False
 
     @classmethod
-    def grounding(cls) -> Grounding:
+    def grounding(cls, **options) -> Grounding:
         """A new, empty :class:`~dreamgym.envs.grounding.Grounding` of this env: what a synthetic env imitating
         it with ``ground=True`` reads from the offline record before calling its model. Default: the
-        :meth:`path_free` rule over recorded steps of the same task (WebShop overrides it with its pages)."""
+        :meth:`path_free` rule over recorded steps of the same task (WebShop overrides it with its pages);
+        ``options``: the env's grounding options (the default grounding has none).
+
+        Raises:
+            ValueError: options this env's grounding does not take.
+        """
+        if options:
+            raise ValueError(
+                f"{cls.__name__}'s grounding takes no options, got {sorted(options)}; remove grounding_options"
+            )
         return PathFreeGrounding(cls)
 
     # ------------------------------------------------ optional interface (trainers)

@@ -135,6 +135,8 @@ class SyntheticEnv(TextEnvBase):
         record: with ``ground``, trajectory files of more real episodes the grounding reads beside the
             buffer's (e.g. the reward judge's train purchases: item, description and features pages of
             products the buffer lacks); retrieval still searches the buffer only.
+        grounding_options: with ``ground``, the imitated env's grounding options
+            (:meth:`~dreamgym.envs.base.TextEnvBase.grounding`; WebShop: ``{search_attributes: false}``).
     """
 
     env_name = "synthetic"
@@ -154,6 +156,7 @@ class SyntheticEnv(TextEnvBase):
         ground: bool = False,
         unrecorded: str = "model",
         record: Sequence[str | os.PathLike] = (),
+        grounding_options: dict | None = None,
     ):
         if unrecorded not in UNRECORDED_MODES:
             raise ValueError(f"SyntheticEnv.unrecorded={unrecorded!r}; use one of {UNRECORDED_MODES}")
@@ -185,7 +188,11 @@ class SyntheticEnv(TextEnvBase):
                 f"SyntheticEnv.record={list(map(str, record))}: the record's extra files are read by the grounding; "
                 "set ground=True or leave record empty"
             )
-        self._grounding = self._real_cls.grounding() if self.ground else None
+        if grounding_options and not self.ground:
+            raise ValueError(
+                f"SyntheticEnv.grounding_options={grounding_options}: the grounding's options need ground=True"
+            )
+        self._grounding = self._real_cls.grounding(**(grounding_options or {})) if self.ground else None
         if self._grounding is not None and record:  # the buffer first (indexing it resets), then the files
             self._grounding.sync(self.experience.buffer).add_files(list(record))
         self.grounded = 0  # steps read (or composed) from the record instead of the model
@@ -221,6 +228,7 @@ class SyntheticEnv(TextEnvBase):
         ground: bool = False,
         unrecorded: str = "model",
         record: Sequence[str | os.PathLike] = (),
+        grounding_options: dict | None = None,
         **experience_kwargs,
     ) -> SyntheticEnv:
         """Build from a saved experience-model directory (HF model + tokenizer + format + ``buffer/``).
@@ -231,8 +239,8 @@ class SyntheticEnv(TextEnvBase):
             tasks: task list, or trajectory JSONL file(s) whose train tasks form the pool
                 (default: the train tasks of the buffer's transitions).
             buffer: replay-buffer directory (default ``<path>/buffer``).
-            batch_size, max_steps, seed, write_back, model_device, reward, ground, unrecorded, record: as in
-                the constructor
+            batch_size, max_steps, seed, write_back, model_device, reward, ground, unrecorded, record,
+                grounding_options: as in the constructor
                 (``reward="judge"`` needs the export's ``judge/`` folder).
             **experience_kwargs: generation options of :class:`ExperienceModel` (``max_new_tokens``,
                 ``batch_size``, ``do_sample``, ``temperature``, ``decoding``, ``think_budget``,
@@ -272,6 +280,7 @@ class SyntheticEnv(TextEnvBase):
             ground,
             unrecorded,
             record,
+            grounding_options,
         )
 
     def place_model(self, device: torch.device | str) -> SyntheticEnv:

@@ -265,6 +265,16 @@ class WebShopEnv(TextEnvBase):
         return infer_available_actions(state)
 
     @classmethod
-    def grounding(cls) -> WebShopGrounding:
-        """WebShop's grounding: steps answered from recorded pages (:mod:`.grounding`)."""
-        return WebShopGrounding()
+    def grounding(cls, **options) -> WebShopGrounding:
+        """WebShop's grounding: steps answered from recorded pages (:mod:`.grounding`); ``options``: its
+        arguments (``search_attributes``).
+
+        Raises:
+            ValueError: an option it does not take.
+        """
+        bad = sorted(set(options) - {"search_attributes"})
+        if bad:
+            raise ValueError(
+                f"WebShop's grounding options are ['search_attributes'], got {bad}; fix grounding_options"
+            )
+        return WebShopGrounding(**options)
