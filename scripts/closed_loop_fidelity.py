@@ -61,6 +61,13 @@ MODES = {
     "nearest": {"ground": True, "unrecorded": "nearest"},
     "search": {"ground": True, "unrecorded": "search"},
     "search_judge": {"ground": True, "unrecorded": "search", "reward": "judge"},
+    # the record's search over the real engine's fields only (no attribute line)
+    "search_judge_engine_fields": {
+        "ground": True,
+        "unrecorded": "search",
+        "reward": "judge",
+        "grounding_options": {"search_attributes": False},
+    },
     "grounded_judge": {"ground": True, "reward": "judge"},
     "ungrounded_judge": {"reward": "judge"},
 }
