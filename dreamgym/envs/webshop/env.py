@@ -272,9 +272,10 @@ class WebShopEnv(TextEnvBase):
         Raises:
             ValueError: an option it does not take.
         """
-        bad = sorted(set(options) - {"search_attributes"})
+        import inspect
+
+        known = sorted(inspect.signature(WebShopGrounding).parameters)
+        bad = sorted(set(options) - set(known))
         if bad:
-            raise ValueError(
-                f"WebShop's grounding options are ['search_attributes'], got {bad}; fix grounding_options"
-            )
+            raise ValueError(f"WebShop's grounding options are {known}, got {bad}; fix grounding_options")
         return WebShopGrounding(**options)

@@ -280,9 +280,10 @@ class WebShopGrounding(Grounding):
     # ------------------------------------------------------------------ composing (unrecorded="search")
     def record_document(self, asin: str) -> str:
         """What the record shows of ``asin`` among the fields the real search indexes (title, description,
-        first feature bullet, option values; :func:`.search.product_document`), plus (``search_attributes``)
-        the item page's attribute line: its results line's title, and where recorded its item page's attributes and
-        options, its description page's text and its features page's first bullet."""
+        first feature bullet, option values; :func:`.search.product_document`): its results line's title, and
+        where recorded its item page's options, its description page's text and its features page's first
+        bullet; with ``search_attributes``, also its item page's attribute line (not a field the real search
+        indexes)."""
         parts = [self.products[asin].split(" | ")[1] if " | " in self.products.get(asin, "") else ""]
         for line in self.items.get(asin, "").split("\n"):
             if line.startswith("[option "):

@@ -437,9 +437,9 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     simulator = prep.simulator if variant is None else _variant_model(cfg, pcfg, prep, variant, stage)
     paths = rl_paths(arm.rl_config, simulator, prep.policy_sft)
     args = cfg.arm_overrides(arm, seed)
-    policy, timing = _timed_fit(stage, f"{arm.name}/s{seed}", arm.rl_config, [paths, *args], out)
-    t1, c1 = time.perf_counter(), time.process_time()
-    episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
+    _, episodes, times = _fit_and_evaluate(
+        stage, pcfg, f"{arm.name}/s{seed}", arm.rl_config, [paths, *args], out
+    )
     series = scalar_series(out / "tb", tags=RECORD_TAGS)
     uses_simulator = plays_simulator(arm.rl_config)  # `paths` point its synthetic env(s) at the simulator
     offline = warm_start_offline(shared) + (
@@ -459,11 +459,7 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
             "audit": int(_last(series, "data/audit_transitions")),
         },
         "synthetic_transitions": int(_last(series, "data/synthetic_transitions")),
-        "fit_seconds": round(timing["seconds"], 1),
-        "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
-        **({"fit_interrupted": n} if (n := timing.get("interrupted_processes")) else {}),
-        "eval_seconds": round(time.perf_counter() - t1, 1),
-        "eval_cpu_seconds": round(time.process_time() - c1, 1),
+        **times,
         "curve": record_curves(series),
         "rl_config": arm.rl_config,
         "args": args,
@@ -473,16 +469,20 @@ def _run_arm(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageCloc
     }
 
 
-def _timed_fit(stage: StageClock, name: str, config: str, args: list, out: Path) -> tuple[Path, dict]:
-    """Fit ``config`` with ``args`` as stage ``name``, exporting to ``out/policy`` with TensorBoard in
-    ``out/tb`` (skipped when the policy exists); the policy and the fit's timing (``out/fit_timing.json``:
-    ``seconds``, ``cpu_seconds``, ``interrupted_processes``)."""
+def _fit_and_evaluate(
+    stage: StageClock, pcfg, name: str, config: str, args: list, out: Path
+) -> tuple[Path, Path, dict]:
+    """Fit ``config`` with ``args`` as stage ``name`` (exported to ``out/policy``, TensorBoard in ``out/tb``;
+    skipped when the policy exists), then play it on the held-out tasks (``out/test_episodes.jsonl``):
+    the policy, its episodes and the record's timing fields (``fit_seconds``, ``fit_cpu_seconds``,
+    ``fit_interrupted`` where a kill interrupted the fit, ``eval_seconds``, ``eval_cpu_seconds``). The fit's
+    timing is kept in ``out/fit_timing.json``, so a policy found on disk keeps its first one."""
     from dreamgym.lab.plots import interrupted_spans
 
     timing_file = out / "fit_timing.json"
     t0, c0 = time.perf_counter(), time.process_time()
     policy = stage(name, fit_stage, config, args, out / "policy", POLICY_EXPORT, out / "tb")
-    if not timing_file.exists():  # a fit that ran now (a policy found on disk keeps its first timing)
+    if not timing_file.exists():  # a fit that ran now
         # a fit resumed after a kill: the killed processes' wall-clock to their last checkpoint (their CPU
         # time is lost with them; the record says how many there were)
         earlier = interrupted_spans(out / "tb")
@@ -495,19 +495,38 @@ def _timed_fit(stage: StageClock, name: str, config: str, args: list, out: Path)
                 }
             )
         )
-    return policy, json.loads(timing_file.read_text())
+    timing = json.loads(timing_file.read_text())
+    t1, c1 = time.perf_counter(), time.process_time()
+    episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
+    return (
+        policy,
+        episodes,
+        {
+            "fit_seconds": round(timing["seconds"], 1),
+            "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
+            **({"fit_interrupted": n} if (n := timing.get("interrupted_processes")) else {}),
+            "eval_seconds": round(time.perf_counter() - t1, 1),
+            "eval_cpu_seconds": round(time.process_time() - c1, 1),
+        },
+    )
+
+
+def check_retrain_pipeline(cfg: SuiteConfig, pcfg, arms: list[Arm]) -> None:
+    """Refuse, before the shared stages, a ``retrain`` arm among ``arms`` whose pipeline shapes the warm
+    start beyond its policy_sft fit (DAgger rounds, a time budget): a retrain would not repeat that."""
+    retrain = [a.name for a in arms if a.retrain]
+    if retrain and (pcfg.dagger_tasks > 0 or pcfg.time_budget_minutes is not None):
+        raise ValueError(
+            f"arm {retrain[0]!r} (retrain: true) trains the warm start's policy_sft fit again, but the pipeline "
+            f"{cfg.pipeline} also shapes it with dagger_tasks={pcfg.dagger_tasks} / time_budget_minutes="
+            f"{pcfg.time_budget_minutes}, which a retrain would not repeat; give the suite a pipeline without "
+            "them (dagger_tasks: 0, time_budget_minutes: null) or drop the arm"
+        )
 
 
 def _run_retrain(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: StageClock, shared: dict) -> dict:
     """Train the warm start's recipe again with ``seed`` (skipped when its policy exists) and evaluate it on
     the held-out tasks; its record (no RL: no online, audit or synthetic transitions)."""
-    if pcfg.dagger_tasks > 0 or pcfg.time_budget_minutes is not None:
-        raise ValueError(
-            f"arm {arm.name!r} (retrain: true) trains the warm start's policy_sft fit again, but the pipeline "
-            f"{cfg.pipeline} also shapes it with dagger_tasks={pcfg.dagger_tasks} / time_budget_minutes="
-            f"{pcfg.time_budget_minutes}, which a retrain would not repeat; give the suite a pipeline without "
-            "them (dagger_tasks: 0, time_budget_minutes: null) or drop the arm"
-        )
     from dreamgym.lab.pipeline import policy_sft_fit
 
     out = cfg.out_dir / arm.name / f"s{seed}"
@@ -515,20 +534,16 @@ def _run_retrain(cfg: SuiteConfig, pcfg, prep, arm: Arm, seed: int, stage: Stage
     train = [prep.train] + ([prep.policy_episodes] if prep.policy_episodes is not None else [])
     args = [{"seed_everything": seed}, *cfg.fill(arm.overrides, seed)]
     fit_args = [*policy_sft_fit(pcfg, train, prep.test, tokenizer=prep.tokenizer), *args]
-    policy, timing = _timed_fit(stage, f"{arm.name}/s{seed}", pcfg.policy_sft_config, fit_args, out)
-    t1, c1 = time.perf_counter(), time.process_time()
-    episodes = policy_episodes(pcfg, policy, "test", pcfg.eval_tasks, out / "test_episodes.jsonl")
+    policy, episodes, times = _fit_and_evaluate(
+        stage, pcfg, f"{arm.name}/s{seed}", pcfg.policy_sft_config, fit_args, out
+    )
     return {
         "arm": arm.name,
         "seed": seed,
         **_outcomes(episodes),
         "real_transitions": {"offline": warm_start_offline(shared), "online": 0, "audit": 0},
         "synthetic_transitions": 0,
-        "fit_seconds": round(timing["seconds"], 1),
-        "fit_cpu_seconds": round(timing["cpu_seconds"], 1),
-        **({"fit_interrupted": n} if (n := timing.get("interrupted_processes")) else {}),
-        "eval_seconds": round(time.perf_counter() - t1, 1),
-        "eval_cpu_seconds": round(time.process_time() - c1, 1),
+        **times,
         "curve": record_curves({}),
         "rl_config": None,
         "policy_sft_config": pcfg.policy_sft_config,
@@ -719,6 +734,7 @@ def run_suite(
             for seed in cfg.arm_seeds(arm)
             if (seeds is None or seed in seeds) and f"{arm.name}/s{seed}" not in results.get("runs", {})
         ]
+        check_retrain_pipeline(cfg, pcfg, [arm for arm, _ in pending])
         # real-env arms alone do not wait for the experience model, its on-policy continuation or judge
         prep = prepare(pcfg, stage, simulator=any(_needs_simulator(arm) for arm, _ in pending))
         # at start; the suite's own outputs, rewritten after every stage, do not make the tree dirty
