@@ -178,6 +178,20 @@ def test_report_from_records_replaces_only_its_section(tmp_path):
     assert (tmp_path / "rep" / "suite_toy_curves.png").stat().st_size > 0
 
 
+def test_the_report_says_when_the_simulators_stages_are_not_built(tmp_path):
+    """A table whose shared stages are the real-env ones only (its simulator SHA-256 None) says the simulator's
+    stages are not built, instead of an on-policy transition count of 0 that reads as a measured one."""
+    cfg = _suite(tmp_path, arms=[Arm("warm_start")])
+    runs = {"warm_start/s0": _rec("warm_start", 0, "0100")}
+    built = {"onpolicy_train_transitions": 1466, "weights_sha256": {"warm_start": "a", "simulator": "b"}}
+    real_only = {"onpolicy_train_transitions": 0, "weights_sha256": {"warm_start": "a", "simulator": None}}
+    text = write_report(cfg, {"shared": built, "runs": runs}).read_text()
+    assert "the warm start's on-policy train transitions 1466." in text and "not built" not in text
+    text = write_report(cfg, {"shared": real_only, "runs": runs}).read_text()
+    assert "on-policy train transitions" not in text
+    assert "; the simulator's stages (experience model, on-policy episodes, judge) not built yet." in text
+
+
 def test_the_audit_table_averages_each_fit_over_its_iterations_then_over_seeds(tmp_path):
     """Arms that played synthetic steps get a closed-loop row from their records' audit curves (a resumed
     fit's repeated step counted once); a real-env arm, or a record written without audit curves, gets none."""

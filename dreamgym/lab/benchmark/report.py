@@ -312,8 +312,11 @@ def render_report(cfg, results: dict) -> str:
             if shared.get("warm_start_train_transitions")
             else ""
         )
-        + f", the warm start's on-policy train transitions "
-        f"{shared.get('onpolicy_train_transitions', '?')}"
+        + (
+            f", the warm start's on-policy train transitions {shared.get('onpolicy_train_transitions', '?')}"
+            if (shared.get("weights_sha256") or {}).get("simulator", "") is not None
+            else "; the simulator's stages (experience model, on-policy episodes, judge) not built yet"
+        )
         + (
             f", the experience model's own extra train transitions {shared['experience_train_transitions']}"
             if shared.get("experience_train_transitions")
