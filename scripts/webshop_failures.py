@@ -18,8 +18,9 @@ them), and each failed episode gets the first kind that applies:
 * ``price``: the product is over the price cap.
 
 Also per source: ``target_listed``, the share of episodes whose results pages ever listed the product the
-instruction was written for (a query that never surfaces it fails before any choice), and multi-label counts
-(``terms_missed``). Every later source is compared with the first on the task ids both played
+instruction was written for (a query that never surfaces it fails before any choice), multi-label counts
+(``terms_missed``) and ``failed_purchase_score``, the mean score the real env paid the purchases that failed (what
+a learning reward of the purchase score pays a wrong purchase, against 0 for none). Every later source is compared with the first on the task ids both played
 (``vs_first``: the two-sided exact McNemar test on success, :func:`dreamgym.stats.mcnemar_exact`), e.g. a
 DAgger'd warm start against the warm start it continues. Reads files and plays scripted agents only (seconds).
 """
@@ -85,14 +86,24 @@ def breakdown(env: WebShopEnv, trajs: list[Trajectory]) -> dict:
         kinds[kind] += 1
         terms.update(missed)
         listed += seen
-        outcomes.append({"task_id": traj.task_id, "kind": kind, "missed": missed, "target_listed": seen})
+        outcomes.append(
+            {
+                "task_id": traj.task_id,
+                "kind": kind,
+                "missed": missed,
+                "target_listed": seen,
+                "score": traj.score,
+            }
+        )
     n = max(len(trajs), 1)
+    wrong = [o["score"] for o in outcomes if o["kind"] not in ("solved", "no_purchase")]
     return {
         "episodes": len(trajs),
         "success": kinds["solved"] / n,
         "kinds": {k: kinds[k] / n for k in KINDS},
         "terms_missed": {k: terms[k] / n for k in KINDS[1:]},
         "target_listed": listed / n,
+        "failed_purchase_score": sum(wrong) / len(wrong) if wrong else None,
         "episodes_by_task": outcomes,  # each episode's kind: the figures above are recomputed from these
     }
 

@@ -27,8 +27,18 @@ def test_the_expert_solves_a_truncated_episode_buys_nothing_and_a_wrong_option_i
         env, dataclasses.replace(traj, transitions=[*traj.transitions[:-1], wrong])
     )
     assert kind == "options" and missed == ["options"] and listed
+    assert out["failed_purchase_score"] is None  # every purchase solved: no failed one to average
     random = collect_trajectories("webshop", "test", 0, 8, seed=1, teacher=False)
-    assert abs(sum(failures.breakdown(env, random)["kinds"].values()) - 1.0) < 1e-9
+    out = failures.breakdown(env, random)
+    assert abs(sum(out["kinds"].values()) - 1.0) < 1e-9
+    # the mean real score of the failed purchases (the episodes' own scores, no purchase excluded)
+    wrong = [
+        (t, o)
+        for t, o in zip(random, out["episodes_by_task"], strict=True)
+        if o["kind"] not in ("solved", "no_purchase")
+    ]
+    assert [o["score"] for _, o in wrong] == [t.score for t, _ in wrong]
+    assert wrong and out["failed_purchase_score"] == sum(t.score for t, _ in wrong) / len(wrong)
 
 
 def test_vs_first_pairs_each_source_with_the_first_on_shared_tasks():
