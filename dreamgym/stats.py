@@ -10,14 +10,20 @@ A did better and ``c`` where B did,
 solved by one policy only); on a graded outcome (WebShop's purchase score, a task's success averaged over
 seeds) it counts the tasks where one policy's outcome is higher. Every p this package reports is this
 two-sided one; none is one-sided.
+
+Several records of one policy (seeds) against one record of another break the coin: a task's seed-mean is
+"higher" whenever one seed solves a task the single record fails, "lower" whenever one seed fails a task it
+solves, so even identically distributed records favour "higher" on hard tasks (about 3 : 1 for three seeds).
+:func:`exchangeable_sign_test` keeps the counts and takes the null distribution from the records themselves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 from math import comb
 
-__all__ = ["binomial_two_sided", "mcnemar_exact", "sign_test"]
+__all__ = ["binomial_two_sided", "exchangeable_sign_test", "mcnemar_exact", "sign_test"]
 
 
 def _tail(k: int, m: int) -> float:
@@ -83,4 +89,64 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, float]:
         "only_a": t["higher_a"],
         "only_b": t["higher_b"],
         "p_two_sided": t["p_two_sided"],
+    }
+
+
+def exchangeable_sign_test(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> dict[str, float]:
+    """Two-sided exact per-task sign test of the records ``a`` (``a[r][i]``: record r's outcome on task i, e.g.
+    one record per seed) against the records ``b`` (e.g. the warm start's one), with the null distribution of
+    exchangeable records instead of ``Binomial(n, 1/2)``.
+
+    Statistic: ``S = sum_i sign(mean_r a[r][i] - mean_r b[r][i])`` (``higher_a - higher_b``). Null: on every
+    task, independently, the ``k_a + k_b`` records' outcomes are exchangeable, so each of the
+    ``C(k_a + k_b, k_b)`` ways to choose which records are ``b``'s is equally likely; ``S``'s exact
+    distribution is the convolution of the tasks' terms, and
+    ``p_two_sided = min(1, 2 * min(P[S >= s], P[S <= s]))``. With one record each it is :func:`sign_test`'s
+    p. With several seeds against one record it is not: if every record solved a task with probability q,
+    three seeds' mean would be higher than the record's with probability ``(1 - q)(1 - (1 - q)^3)`` and lower
+    with ``q (1 - q^3)``, so the Binomial null calls a policy no different from the record better.
+
+    Returns:
+        ``n``, ``higher_a``, ``higher_b``, ``null_mean`` (E[S] under the null) and ``p_two_sided``.
+
+    Raises:
+        ValueError: without a record on either side, or if the records differ in length.
+    """
+    if not a or not b:
+        raise ValueError(f"each side needs at least one record; got {len(a)} and {len(b)}")
+    n = len(a[0])
+    if any(len(r) != n for r in [*a, *b]):
+        raise ValueError(f"records must pair task by task; got lengths {sorted({len(r) for r in [*a, *b]})}")
+    k_a, k_b = len(a), len(b)
+    dist = {0: 1.0}  # the distribution of the partial sum S, task by task
+    s = higher_a = higher_b = 0
+    for i in range(n):
+        pool = [float(r[i]) for r in [*a, *b]]
+        terms: dict[int, float] = {}
+        splits = list(combinations(range(k_a + k_b), k_b))
+        for chosen in splits:
+            mean_b = sum(pool[j] for j in chosen) / k_b
+            mean_a = sum(pool[j] for j in range(k_a + k_b) if j not in chosen) / k_a
+            term = (mean_a > mean_b) - (mean_a < mean_b)
+            terms[term] = terms.get(term, 0.0) + 1 / len(splits)
+        observed = (sum(pool[:k_a]) / k_a > sum(pool[k_a:]) / k_b) - (
+            sum(pool[:k_a]) / k_a < sum(pool[k_a:]) / k_b
+        )
+        s += observed
+        higher_a += observed > 0
+        higher_b += observed < 0
+        if len(terms) > 1 or 0 not in terms:
+            new: dict[int, float] = {}
+            for total, pr in dist.items():
+                for term, q in terms.items():
+                    new[total + term] = new.get(total + term, 0.0) + pr * q
+            dist = new
+    upper = sum(pr for total, pr in dist.items() if total >= s)
+    lower = sum(pr for total, pr in dist.items() if total <= s)
+    return {
+        "n": float(n),
+        "higher_a": float(higher_a),
+        "higher_b": float(higher_b),
+        "null_mean": sum(total * pr for total, pr in dist.items()),
+        "p_two_sided": min(1.0, 2 * min(upper, lower)),
     }

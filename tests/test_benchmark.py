@@ -68,7 +68,11 @@ def test_per_task_counts_each_task_once_where_the_pooled_test_counts_it_per_seed
     assert pooled["p_two_sided"] == pytest.approx(2 * 6 / 32)
     out = per_task(arm, warm)  # seed means 2/3, 2/3, 0, 2/3 against 0, 0, 0, 1: 2 tasks higher, 1 lower
     assert (out["higher_a"], out["higher_b"], out["n"]) == (2.0, 1.0, 4.0)
-    assert out["p_two_sided"] == 1.0  # 2 P[X >= 2], X ~ Bin(3, 1/2) = 2 * 4 / 8, capped
+    # the null lets any of a task's 4 records be the warm start's: tasks 1 and 2 hold 2 solved and 2 failed
+    # records (term +1 or -1, 1/2 each), task 3 none (0), task 4 three solved (-1 when a solved one is the
+    # warm start's, 3/4; else +1); S = 2 - 1 = 1: P[S >= 1] = P[S = 3] + P[S = 1] = 1/16 + 5/16
+    assert out["null_mean"] == pytest.approx(-0.5)
+    assert out["p_two_sided"] == pytest.approx(2 * 6 / 16)
     one = per_task(arm[:1], warm)  # one seed: the McNemar test itself
     assert (one["higher_a"], one["higher_b"], one["p_two_sided"]) == (
         2.0,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dreamgym.stats import binomial_two_sided, mcnemar_exact, sign_test
+from dreamgym.stats import binomial_two_sided, exchangeable_sign_test, mcnemar_exact, sign_test
 
 
 def test_mcnemar_by_hand():
@@ -46,3 +46,28 @@ def test_sign_test_on_graded_outcomes_by_hand():
     assert sign_test(bits_a, bits_b)["p_two_sided"] == mcnemar_exact(bits_a, bits_b)["p_two_sided"]
     with pytest.raises(ValueError, match="same length"):
         sign_test([0.5], [0.5, 0.1])
+
+
+def test_the_exchangeable_sign_test_is_the_sign_test_for_one_record_each_and_corrects_several_seeds():
+    a = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0]
+    b = [0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
+    one = exchangeable_sign_test([a], [b])
+    assert (one["higher_a"], one["higher_b"]) == (3, 1)
+    assert one["p_two_sided"] == pytest.approx(sign_test(a, b)["p_two_sided"])  # 10 / 16, as by hand above
+    assert one["null_mean"] == pytest.approx(0.0)
+    # three seeds against one record on 3 hard tasks: seed-means 1/3, 1/3, 1/3 against 0, 0, 0. The Binomial
+    # null reads 3 / 0 as p = 0.25; under exchangeability each task's term is +1 with probability 3/4 (any of
+    # the 3 failed records is the reference), so S = 3 has probability 27/64: p = 2 * 27 / 64
+    seeds = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    out = exchangeable_sign_test(seeds, [[0, 0, 0]])
+    assert (out["higher_a"], out["higher_b"]) == (3, 0) and sign_test([1 / 3] * 3, [0] * 3)[
+        "p_two_sided"
+    ] == 0.25
+    assert out["null_mean"] == pytest.approx(3 * (3 / 4 - 1 / 4))
+    assert out["p_two_sided"] == pytest.approx(2 * 27 / 64)
+    # two records on the reference side: the splits are the C(4, 2) choices of which two are its
+    assert exchangeable_sign_test([[1], [1]], [[0], [0]])["p_two_sided"] == pytest.approx(2 * 1 / 6)
+    with pytest.raises(ValueError, match="pair task by task"):
+        exchangeable_sign_test([[1, 0]], [[1]])
+    with pytest.raises(ValueError, match="at least one record"):
+        exchangeable_sign_test([], [[1]])

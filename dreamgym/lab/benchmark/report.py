@@ -23,7 +23,7 @@ import statistics
 from pathlib import Path
 
 from dreamgym.lab.overrides import flow
-from dreamgym.stats import mcnemar_exact, sign_test
+from dreamgym.stats import exchangeable_sign_test, mcnemar_exact
 
 __all__ = [
     "arm_summary",
@@ -102,19 +102,18 @@ def paired(a: list[dict], b: list[dict]) -> dict | None:
 def per_task(a: list[dict], b: list[dict]) -> dict | None:
     """Two-sided exact sign test of each task's success averaged over ``a``'s seeds against the same
     task's averaged over ``b``'s (the warm start: its one record): ``higher_a`` tasks where ``a``'s
-    seed-mean is higher, ``higher_b`` lower, ties dropped (:func:`dreamgym.stats.sign_test`). One pair per
-    task however many seeds; with one record each it is :func:`paired`'s McNemar. None when an arm has no
-    record or their records hold different tasks."""
+    seed-mean is higher, ``higher_b`` lower, ties dropped, with the null distribution of exchangeable
+    records (:func:`dreamgym.stats.exchangeable_sign_test`: a 3-seed mean against one record is "higher"
+    on hard tasks more often than "lower" even when the records do not differ). One pair per task however
+    many seeds; with one record each it is :func:`paired`'s McNemar. None when an arm has no record or their
+    records hold different tasks."""
     if not a or not b or any(r["task_ids"] != a[0]["task_ids"] for r in [*a, *b]):
         return None
 
-    def seed_mean(records: list[dict]) -> list[float]:
-        return [
-            sum(r["successes"][i] == "1" for r in records) / len(records)
-            for i in range(len(records[0]["successes"]))
-        ]
+    def bits(records: list[dict]) -> list[list[float]]:
+        return [[float(c == "1") for c in r["successes"]] for r in records]
 
-    return sign_test(seed_mean(a), seed_mean(b))
+    return exchangeable_sign_test(bits(a), bits(b))
 
 
 def _number(v) -> bool:
@@ -204,8 +203,10 @@ FOOTNOTE = (
     "the tasks only this arm / only the other solved, pooled over seed-paired task outcomes (seed with seed; "
     "the warm start's one record pairs with every seed, so an arm's 3 seeds count each task three times "
     "against it). Per task: each task's success averaged over the arm's seeds against the warm start's, "
-    "tasks higher / lower, two-sided exact sign test (the same formula on those counts, ties dropped; with "
-    "one seed it is the McNemar test). "
+    "tasks higher / lower (ties dropped), two-sided exact sign test whose null lets the warm start's record be "
+    "any of the task's records (all splits equally likely, task by task; a seed-mean against one record is "
+    "higher more often than lower on hard tasks even when nothing differs, so the Binomial(n, 1/2) null does "
+    "not apply; with one seed it is the McNemar test). "
 )
 
 
@@ -419,7 +420,7 @@ def summary_table(cfg, results: dict) -> str:
               f"--report_only true` from `{cfg.results}` ({n_eval} held-out tasks per record; mean +- std over "
               "seeds; p: two-sided exact tests against the warm start: McNemar on the task outcomes pooled over "
               "seeds, each seed paired with the warm start's one record, and the sign test on each task's "
-              "seed-mean success). Full table, cost model and plots: BENCHMARKS.md."]  # fmt: skip
+              "seed-mean success, its null the records' exchangeability). Full table, cost model and plots: BENCHMARKS.md."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
