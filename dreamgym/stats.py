@@ -23,7 +23,13 @@ from collections.abc import Sequence
 from itertools import combinations
 from math import comb
 
-__all__ = ["binomial_two_sided", "exchangeable_sign_test", "mcnemar_exact", "sign_test"]
+__all__ = [
+    "binomial_two_sided",
+    "exchangeable_sign_test",
+    "exchangeable_sign_test_by_task",
+    "mcnemar_exact",
+    "sign_test",
+]
 
 
 def _tail(k: int, m: int) -> float:
@@ -117,25 +123,29 @@ def exchangeable_sign_test(a: Sequence[Sequence[float]], b: Sequence[Sequence[fl
     n = len(a[0])
     if any(len(r) != n for r in [*a, *b]):
         raise ValueError(f"records must pair task by task; got lengths {sorted({len(r) for r in [*a, *b]})}")
-    k_a, k_b = len(a), len(b)
+    return exchangeable_sign_test_by_task([([r[i] for r in a], [r[i] for r in b]) for i in range(n)])
+
+
+def exchangeable_sign_test_by_task(
+    tasks: Sequence[tuple[Sequence[float], Sequence[float]]],
+) -> dict[str, float]:
+    """:func:`exchangeable_sign_test` with each task's own outcomes: ``tasks[i] = (a_i, b_i)``, A's and B's
+    outcomes on task i (e.g. sampled episodes, as many as each played there; each side at least one).
+
+    Raises:
+        ValueError: if a task has no outcome on one side.
+    """
     dist = {0: 1.0}  # the distribution of the partial sum S, task by task
     s = higher_a = higher_b = 0
-    for i in range(n):
-        pool = [float(r[i]) for r in [*a, *b]]
-        terms: dict[int, float] = {}
-        splits = list(combinations(range(k_a + k_b), k_b))
-        for chosen in splits:
-            mean_b = sum(pool[j] for j in chosen) / k_b
-            mean_a = sum(pool[j] for j in range(k_a + k_b) if j not in chosen) / k_a
-            term = (mean_a > mean_b) - (mean_a < mean_b)
-            terms[term] = terms.get(term, 0.0) + 1 / len(splits)
-        observed = (sum(pool[:k_a]) / k_a > sum(pool[k_a:]) / k_b) - (
-            sum(pool[:k_a]) / k_a < sum(pool[k_a:]) / k_b
-        )
+    for i, (xs, ys) in enumerate(tasks):
+        if not xs or not ys:
+            raise ValueError(f"task {i}: each side needs at least one outcome; got {len(xs)} and {len(ys)}")
+        observed = _sign(sum(map(float, xs)) / len(xs) - sum(map(float, ys)) / len(ys))
         s += observed
         higher_a += observed > 0
         higher_b += observed < 0
-        if len(terms) > 1 or 0 not in terms:
+        terms = _null_terms([float(x) for x in [*xs, *ys]], len(ys))
+        if terms != {0: 1.0}:
             new: dict[int, float] = {}
             for total, pr in dist.items():
                 for term, q in terms.items():
@@ -144,9 +154,35 @@ def exchangeable_sign_test(a: Sequence[Sequence[float]], b: Sequence[Sequence[fl
     upper = sum(pr for total, pr in dist.items() if total >= s)
     lower = sum(pr for total, pr in dist.items() if total <= s)
     return {
-        "n": float(n),
+        "n": float(len(tasks)),
         "higher_a": float(higher_a),
         "higher_b": float(higher_b),
         "null_mean": sum(total * pr for total, pr in dist.items()),
         "p_two_sided": min(1.0, 2 * min(upper, lower)),
     }
+
+
+def _sign(x: float) -> int:
+    """-1, 0 or 1; a difference of means within float rounding (1e-12) is a tie."""
+    return (x > 1e-12) - (x < -1e-12)
+
+
+def _null_terms(pool: list[float], k_b: int) -> dict[int, float]:
+    """One task's term ``sign(mean_A - mean_B)`` under the null: its distribution over the equally likely
+    choices of which ``k_b`` of the ``pool``'s outcomes are B's (for 0/1 outcomes by the hypergeometric
+    count of B's successes, else by enumerating the choices)."""
+    n, k_a = len(pool), len(pool) - k_b
+    terms: dict[int, float] = {}
+    if all(x in (0.0, 1.0) for x in pool):
+        solved, total = int(sum(pool)), comb(n, k_b)
+        for j in range(max(0, k_b - (n - solved)), min(solved, k_b) + 1):  # j of B's outcomes are successes
+            term = _sign((solved - j) / k_a - j / k_b)
+            terms[term] = terms.get(term, 0.0) + comb(solved, j) * comb(n - solved, k_b - j) / total
+        return terms
+    splits = list(combinations(range(n), k_b))
+    for chosen in splits:
+        mean_b = sum(pool[j] for j in chosen) / k_b
+        mean_a = sum(pool[j] for j in range(n) if j not in chosen) / k_a
+        term = _sign(mean_a - mean_b)
+        terms[term] = terms.get(term, 0.0) + 1 / len(splits)
+    return terms

@@ -41,5 +41,5 @@ def test_the_arm_table_pools_seeds_into_one_row_per_arm(tmp_path):
         "| policy | train_greedy |",
         "|---|---|",
         "| warm_start | 0.500 |",
-        "| rl (seeds pooled) | 1.000 (1 / 0, p = 1) |",
-    ]
+        "| rl (seeds pooled) | 1.000 (1 / 0, p = 0.67) |",
+    ]  # task a: any of its 3 episodes may be the base's; only the failed one (1/3) makes "higher": p = 2/3

@@ -2,7 +2,13 @@
 
 import pytest
 
-from dreamgym.stats import binomial_two_sided, exchangeable_sign_test, mcnemar_exact, sign_test
+from dreamgym.stats import (
+    binomial_two_sided,
+    exchangeable_sign_test,
+    exchangeable_sign_test_by_task,
+    mcnemar_exact,
+    sign_test,
+)
 
 
 def test_mcnemar_by_hand():
@@ -71,3 +77,24 @@ def test_the_exchangeable_sign_test_is_the_sign_test_for_one_record_each_and_cor
         exchangeable_sign_test([[1, 0]], [[1]])
     with pytest.raises(ValueError, match="at least one record"):
         exchangeable_sign_test([], [[1]])
+
+
+def test_the_exchangeable_sign_test_on_graded_outcomes_and_uneven_counts_by_hand():
+    # task 1: A 0.5, 0.1 against B 0.3: under the null B is any one of the three (terms -1, +1 and a tie
+    # 0.3 = 0.3, 1/3 each; observed: the tie); task 2: A 0.2, 0.9 against B 0.4: +1 unless B is 0.9 (2/3)
+    out = exchangeable_sign_test_by_task([([0.5, 0.1], [0.3]), ([0.2, 0.9], [0.4])])
+    assert (out["higher_a"], out["higher_b"]) == (1, 0) and out["null_mean"] == pytest.approx(1 / 3)
+    # S = 1: P[S >= 1] = 2/3 (task 2 +1) * 2/3 (task 1 not -1) = 4/9; P[S <= 1] = 1 - 1/3 * 2/3
+    assert out["p_two_sided"] == pytest.approx(8 / 9)
+    # the records' form is the by-task form on their columns; 0/1 outcomes take the hypergeometric shortcut
+    assert exchangeable_sign_test([[0.5, 0.2], [0.1, 0.9]], [[0.3, 0.4]]) == out
+    uneven = [([1, 0, 0, 0, 1, 0], [0, 0]), ([1, 1, 1], [1]), ([0], [1, 0, 1])]
+    # task 1: 2 of 8 solved, B holds 2: none of them solved (C(6,2)/C(8,2) = 15/28) -> +1, one or both
+    # (13/28) -> -1; observed A 2/6 against 0: +1. Task 2: all solved: 0. Task 3: 2 of 4 solved, B holds 3:
+    # one solved (1/2) -> +1, both (1/2) -> -1; observed A 0 against 2/3: -1. S = 0:
+    # P[S >= 0] = 15/28 + 13/28 * 1/2, P[S <= 0] = 13/28 + 15/28 * 1/2 = 41/56: p = min(1, 82/56)
+    out = exchangeable_sign_test_by_task(uneven)
+    assert (out["higher_a"], out["higher_b"]) == (1, 1)
+    assert out["null_mean"] == pytest.approx(2 / 28) and out["p_two_sided"] == 1.0
+    with pytest.raises(ValueError, match="at least one outcome"):
+        exchangeable_sign_test_by_task([([1], [])])
