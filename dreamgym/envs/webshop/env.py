@@ -6,6 +6,7 @@ the bundled catalog or on upstream data files (:mod:`.catalog`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -272,8 +273,6 @@ class WebShopEnv(TextEnvBase):
         Raises:
             ValueError: an option it does not take.
         """
-        import inspect
-
         known = sorted(inspect.signature(WebShopGrounding).parameters)
         bad = sorted(set(options) - set(known))
         if bad:

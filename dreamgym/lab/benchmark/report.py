@@ -315,6 +315,7 @@ def render_report(cfg, results: dict) -> str:
         )
         + (
             f", the warm start's on-policy train transitions {shared.get('onpolicy_train_transitions', '?')}"
+            # a simulator SHA-256 of None: only the real-env stages were prepared (older records lack the key)
             if (shared.get("weights_sha256") or {}).get("simulator", "") is not None
             else "; the simulator's stages (experience model, on-policy episodes, judge) not built yet"
         )
